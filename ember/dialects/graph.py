@@ -1,0 +1,1266 @@
+"""The graph dialect: neural-network operators on statically shaped tensors.
+
+This mirrors Relay's operator level (``relay.nn.*``) with MLIR conventions.
+Every op takes ``tensor<…>`` operands, returns one ``tensor<…>``, and is
+written as operands, an optional attribute dictionary, ``:`` and a function
+type; unary elementwise ops (and ``graph.constant``) print a single type::
+
+    %0 = graph.conv2d %data, %weight {strides = [1, 1], padding = [1, 1, 1, 1]} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
+    %1 = graph.relu %0 : tensor<1x16x8x8xf32>
+
+Each op class knows how to infer its result type from its operand types and
+attributes (``infer_type``); the verifier is "infer and compare", so the
+Python builder and the verifier can never disagree.  Attributes are plain
+(discardable-style) attributes described by a small per-op table, so omitted
+attributes take their documented default and misspelt ones are rejected.
+
+Each op also declares its fusion kind (TVM's ``OpPatternKind``) for
+``fuse-ops``.  Program-level ops (``graph.call_kernel``, ``graph.call_extern``)
+live here too because they are what graph functions become after lowering.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FunctionType,
+    i32,
+    i64,
+    f16,
+    f32,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
+from xdsl.utils.exceptions import VerifyException
+
+# --------------------------------------------------------------------------
+# Fusion kinds
+# --------------------------------------------------------------------------
+
+
+class FusionKind(IntEnum):
+    """How an op may be fused; the order matters (TVM's ``OpPatternKind``)."""
+
+    ELEMENTWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    REDUCTION = 3
+    OUT_ELEMENTWISE_FUSABLE = 4
+    OPAQUE = 8
+
+
+# --------------------------------------------------------------------------
+# Element types
+# --------------------------------------------------------------------------
+
+FLOAT_TYPES: tuple[Attribute, ...] = (f32, f16)
+INT_TYPES: tuple[Attribute, ...] = (i32, i64)
+ALL_TYPES: tuple[Attribute, ...] = FLOAT_TYPES + INT_TYPES
+
+_NUMPY_DTYPES: dict[Attribute, np.dtype] = {
+    f32: np.dtype(np.float32),
+    f16: np.dtype(np.float16),
+    i32: np.dtype(np.int32),
+    i64: np.dtype(np.int64),
+}
+_ELEMENT_TYPES: dict[np.dtype, Attribute] = {v: k for k, v in _NUMPY_DTYPES.items()}
+_DTYPE_NAMES = {"float32": f32, "float16": f16, "int32": i32, "int64": i64}
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype of an element type (f32, f16, i32, i64)."""
+    try:
+        return _NUMPY_DTYPES[element_type]
+    except KeyError:
+        raise ValueError(f"unsupported element type {element_type}") from None
+
+
+def element_type(dtype: Any) -> Attribute:
+    """The element type for a numpy dtype or a name such as ``"float32"``."""
+    if isinstance(dtype, str) and dtype in _DTYPE_NAMES:
+        return _DTYPE_NAMES[dtype]
+    try:
+        return _ELEMENT_TYPES[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unsupported dtype {dtype!r}: expected float32, float16, int32 or int64"
+        ) from None
+
+
+def tensor_type(shape: Sequence[int], dtype: Any = "float32") -> TensorType:
+    """``tensor<shape x dtype>`` from a shape and a numpy dtype or name."""
+    elem = dtype if isinstance(dtype, Attribute) else element_type(dtype)
+    return TensorType(elem, [int(d) for d in shape])
+
+
+def type_str(t: Attribute) -> str:
+    """A compact textual form of a type, for diagnostics."""
+    if isinstance(t, TensorType):
+        dims = "x".join(str(d) for d in t.get_shape())
+        return f"tensor<{dims + 'x' if dims else ''}{t.element_type}>"
+    return str(t)
+
+
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return tuple(t.get_shape())
+
+
+# --------------------------------------------------------------------------
+# Attribute specifications
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    """One attribute of a graph op: its kind, its default, and its arity.
+
+    ``kind`` is ``"ints"`` (a list of integers, printed ``[1, 1]``), ``"int"``,
+    ``"float"``, ``"bool"``, ``"type"``, ``"dense"`` or ``"str"``.  ``length``
+    fixes the length of an ``"ints"`` list.  ``default`` of ``None`` means the
+    attribute is required.
+    """
+
+    kind: str
+    default: Any = None
+    length: int | None = None
+
+
+def _int_of(attr: Attribute) -> int | None:
+    if isinstance(attr, IntegerAttr) and isinstance(attr.type, IntegerType):
+        return attr.value.data
+    return None
+
+
+def _decode_attr(op_name: str, name: str, spec: AttrSpec, attr: Attribute) -> Any:
+    """Turn a stored attribute into a Python value, checking its kind."""
+    where = f"{op_name}: attribute '{name}'"
+    if spec.kind == "ints":
+        if not isinstance(attr, ArrayAttr) or any(
+            _int_of(a) is None for a in attr.data
+        ):
+            raise VerifyException(f"{where} must be a list of integers, got {attr}")
+        values = tuple(_int_of(a) for a in attr.data)
+        if spec.length is not None and len(values) != spec.length:
+            raise VerifyException(
+                f"{where} must have {spec.length} values, got {len(values)}"
+            )
+        return values
+    if spec.kind in ("int", "bool"):
+        value = _int_of(attr)
+        if value is None:
+            raise VerifyException(f"{where} must be an integer, got {attr}")
+        if spec.kind == "bool":
+            if value not in (0, 1):
+                raise VerifyException(f"{where} must be true or false, got {attr}")
+            return bool(value)
+        return value
+    if spec.kind == "float":
+        if isinstance(attr, FloatAttr):
+            return float(attr.value.data)
+        value = _int_of(attr)
+        if value is None:
+            raise VerifyException(f"{where} must be a number, got {attr}")
+        return float(value)
+    if spec.kind == "type":
+        if attr not in ALL_TYPES:
+            raise VerifyException(
+                f"{where} must be one of f32, f16, i32, i64, got {attr}"
+            )
+        return attr
+    if spec.kind == "dense":
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            raise VerifyException(f"{where} must be a dense elements attribute")
+        return attr
+    if spec.kind == "str":
+        if not isinstance(attr, StringAttr):
+            raise VerifyException(f"{where} must be a string, got {attr}")
+        return attr.data
+    raise AssertionError(f"unknown attribute kind {spec.kind}")
+
+
+def _encode_attr(spec: AttrSpec, value: Any) -> Attribute:
+    """Turn a Python value into the attribute stored on an op."""
+    if isinstance(value, Attribute):
+        return value
+    if spec.kind == "ints":
+        return ArrayAttr([IntegerAttr(int(v), i64) for v in value])
+    if spec.kind == "int":
+        return IntegerAttr(int(value), i64)
+    if spec.kind == "bool":
+        return IntegerAttr(int(bool(value)), IntegerType(1))
+    if spec.kind == "float":
+        return FloatAttr(float(value), f32)
+    if spec.kind == "type":
+        return element_type(value)
+    if spec.kind == "str":
+        return StringAttr(str(value))
+    raise ValueError(f"cannot encode {value!r} as a {spec.kind} attribute")
+
+
+# --------------------------------------------------------------------------
+# The base class: syntax, attribute access, verification
+# --------------------------------------------------------------------------
+
+
+# Dense constants with more elements than this print as a hex blob: a 44 MB
+# ResNet-18 then prints and parses in about a second instead of minutes.
+HEX_THRESHOLD = 100
+
+
+def _print_attr_value(printer: Printer, attr: Attribute) -> None:
+    """Print an attribute value the way users write it (``[1, 1]``, ``1``)."""
+    if isinstance(attr, IntegerAttr) and attr.type == i64:
+        printer.print_string(str(attr.value.data))
+    elif isinstance(attr, IntegerAttr) and attr.type == IntegerType(1):
+        printer.print_string("true" if attr.value.data else "false")
+    elif isinstance(attr, ArrayAttr) and all(
+        isinstance(a, IntegerAttr) and a.type == i64 for a in attr.data
+    ):
+        printer.print_string(
+            "[" + ", ".join(str(_int_of(a)) for a in attr.data) + "]"
+        )
+    elif isinstance(attr, DenseIntOrFPElementsAttr) and len(attr) > HEX_THRESHOLD:
+        printer.print_string(f'dense<"0x{attr.data.data.hex().upper()}"> : ')
+        printer.print_attribute(attr.type)
+    else:
+        printer.print_attribute(attr)
+
+
+class GraphOp(IRDLOperation):
+    """Base of all graph operators: one tensor result, custom syntax.
+
+    Subclasses set ``ATTRS`` (attribute name -> :class:`AttrSpec`),
+    ``FUSION_KIND``, and implement ``infer_type``.
+    """
+
+    ATTRS: ClassVar[Mapping[str, AttrSpec]] = {}
+    FUSION_KIND: ClassVar[FusionKind] = FusionKind.OPAQUE
+    SINGLE_TYPE: ClassVar[bool] = False
+    DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT_TYPES
+
+    # ---- construction ----------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        operands: Sequence[SSAValue | Operation],
+        result_type: Attribute | None = None,
+        **attributes: Any,
+    ) -> GraphOp:
+        """Build the op; the result type is inferred when not given.
+
+        Attributes are Python values (``strides=(2, 2)``) or xDSL attributes;
+        ``None`` values are left out (the default applies).
+        """
+        values = [SSAValue.get(o) for o in operands]
+        attrs: dict[str, Attribute] = {}
+        for name, value in attributes.items():
+            if value is None:
+                continue
+            spec = cls.ATTRS.get(name)
+            if spec is None:
+                raise ValueError(f"{cls.name}: unknown attribute '{name}'")
+            attrs[name] = _encode_attr(spec, value)
+        if result_type is None:
+            decoded = {
+                n: (
+                    _decode_attr(cls.name, n, s, attrs[n])
+                    if n in attrs
+                    else s.default
+                )
+                for n, s in cls.ATTRS.items()
+            }
+            try:
+                result_type = cls.infer_type([v.type for v in values], decoded)
+            except VerifyException as e:
+                raise ValueError(str(e)) from None
+        return cls.create(
+            operands=values, result_types=[result_type], attributes=attrs
+        )
+
+    # ---- attribute access -----------------------------------------------
+
+    def attr(self, name: str) -> Any:
+        """The decoded value of attribute ``name`` (or its default)."""
+        spec = self.ATTRS[name]
+        if name in self.attributes:
+            return _decode_attr(self.name, name, spec, self.attributes[name])
+        if spec.default is None:
+            raise VerifyException(f"{self.name}: missing attribute '{name}'")
+        return spec.default
+
+    def attr_values(self) -> dict[str, Any]:
+        """All attributes decoded, defaults filled in."""
+        return {name: self.attr(name) for name in self.ATTRS}
+
+    # ---- typing ------------------------------------------------------------
+
+    @classmethod
+    def infer_type(
+        cls, operand_types: Sequence[Attribute], attrs: Mapping[str, Any]
+    ) -> Attribute:
+        raise NotImplementedError
+
+    @property
+    def result(self) -> SSAValue:
+        return self.results[0]
+
+    def verify_(self) -> None:
+        for name in self.attributes:
+            if name not in self.ATTRS and "." not in name:
+                known = ", ".join(self.ATTRS) or "none"
+                raise VerifyException(
+                    f"{self.name}: unknown attribute '{name}' (known: {known})"
+                )
+        for i, operand in enumerate(self.operands):
+            t = operand.type
+            if not isinstance(t, TensorType):
+                raise VerifyException(
+                    f"{self.name}: operand {i} must be a tensor, got {t}"
+                )
+        if len(self.results) != 1 or not isinstance(self.results[0].type, TensorType):
+            raise VerifyException(f"{self.name}: must have one tensor result")
+        self.verify_result_type()
+
+    def verify_result_type(self) -> None:
+        """Infer the result type and compare it with the declared one."""
+        inferred = self.infer_type(
+            [o.type for o in self.operands], self.attr_values()
+        )
+        declared = self.results[0].type
+        if inferred != declared:
+            raise VerifyException(
+                f"{self.name}: result type {type_str(declared)} does not match "
+                f"the inferred type {type_str(inferred)}"
+            )
+
+    # ---- syntax --------------------------------------------------------------
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GraphOp:
+        pos = parser.pos
+        operands = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand,
+            parser.parse_unresolved_operand,
+        ) or []
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_pos = parser.pos
+        parsed = parser.parse_type()
+        if isinstance(parsed, FunctionType):
+            operand_types = list(parsed.inputs.data)
+            result_types = list(parsed.outputs.data)
+            if len(result_types) != 1:
+                parser.raise_error(
+                    f"{cls.name} has one result, the type gives {len(result_types)}",
+                    type_pos,
+                    parser.pos,
+                )
+            result_type = result_types[0]
+        else:
+            operand_types = [parsed] * len(operands)
+            result_type = parsed
+        if len(operand_types) != len(operands):
+            parser.raise_error(
+                f"{cls.name}: {len(operands)} operands but the type lists "
+                f"{len(operand_types)}",
+                pos,
+                parser.pos,
+            )
+        values = parser.resolve_operands(operands, operand_types, pos)
+        return cls.create(
+            operands=values, result_types=[result_type], attributes=attributes
+        )
+
+    def print(self, printer: Printer) -> None:
+        if self.operands:
+            printer.print_string(" ")
+            printer.print_list(self.operands, printer.print_operand)
+        if self.attributes:
+            printer.print_string(" {")
+            printer.print_list(
+                self.attributes.items(),
+                lambda kv: (
+                    printer.print_string(f"{kv[0]} = "),
+                    _print_attr_value(printer, kv[1]),
+                ),
+            )
+            printer.print_string("}")
+        printer.print_string(" : ")
+        result_type = self.results[0].type
+        if self.SINGLE_TYPE and all(
+            o.type == result_type for o in self.operands
+        ):
+            printer.print_attribute(result_type)
+        else:
+            printer.print_string("(")
+            printer.print_list([o.type for o in self.operands], printer.print_attribute)
+            printer.print_string(") -> ")
+            printer.print_attribute(result_type)
+
+
+# --------------------------------------------------------------------------
+# Shape helpers used by infer_type
+# --------------------------------------------------------------------------
+
+
+def _fail(msg: str) -> None:
+    raise VerifyException(msg)
+
+
+def _tensor(op: str, what: str, t: Attribute) -> TensorType:
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"{op}: {what} must be a tensor, got {t}")
+    for d in t.get_shape():
+        if d < 0:
+            raise VerifyException(f"{op}: {what} must have a static shape, got {t}")
+    return t
+
+
+def _check_dtype(op: str, what: str, t: TensorType, allowed: Iterable[Attribute]) -> None:
+    allowed = tuple(allowed)
+    if t.element_type not in allowed:
+        names = ", ".join(str(a) for a in allowed)
+        raise VerifyException(
+            f"{op}: {what} has element type {t.element_type}, expected one of {names}"
+        )
+
+
+def _same_dtype(op: str, types: Sequence[tuple[str, TensorType]]) -> None:
+    first_name, first = types[0]
+    for name, t in types[1:]:
+        if t.element_type != first.element_type:
+            raise VerifyException(
+                f"{op}: {name} has element type {t.element_type} but "
+                f"{first_name} has {first.element_type}"
+            )
+
+
+def _rank(op: str, what: str, t: TensorType, rank: int, layout: str = "") -> tuple[int, ...]:
+    shape = tuple(t.get_shape())
+    if len(shape) != rank:
+        lay = f" ({layout})" if layout else ""
+        raise VerifyException(
+            f"{op}: {what} must have rank {rank}{lay}, got {type_str(t)}"
+        )
+    return shape
+
+
+def _axis(op: str, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise VerifyException(f"{op}: axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def broadcast_shapes(op: str, a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting of two static shapes, with a diagnostic on failure."""
+    out: list[int] = []
+    for i in range(max(len(a), len(b))):
+        da = a[len(a) - 1 - i] if i < len(a) else 1
+        db = b[len(b) - 1 - i] if i < len(b) else 1
+        if da != db and 1 not in (da, db):
+            raise VerifyException(
+                f"{op}: shapes {list(a)} and {list(b)} cannot be broadcast "
+                f"(dimension {da} vs {db})"
+            )
+        out.append(max(da, db) if 0 not in (da, db) else 0)
+    return tuple(reversed(out))
+
+
+def _window_out(
+    op: str, size: int, kernel: int, stride: int, pad: int, dilation: int, axis: str
+) -> int:
+    if stride <= 0 or dilation <= 0:
+        _fail(f"{op}: strides and dilation must be positive")
+    if pad < 0:
+        _fail(f"{op}: padding must not be negative")
+    effective = (kernel - 1) * dilation + 1
+    extent = size + pad - effective
+    if extent < 0:
+        _fail(
+            f"{op}: window {effective} is larger than the padded {axis} extent "
+            f"{size + pad}"
+        )
+    return extent // stride + 1
+
+
+# --------------------------------------------------------------------------
+# Operators
+# --------------------------------------------------------------------------
+
+_TRAITS = traits_def(Pure())
+
+
+class _GraphCanonicalization(HasCanonicalizationPatternsTrait):
+    """Looks up canonicalization patterns lazily (no import cycle)."""
+
+    def get_patterns(self, op: type[Operation]):  # type: ignore[override]
+        from ember.passes.canonicalization import patterns_for
+
+        return patterns_for(op.name)
+
+    @classmethod
+    def get_canonicalization_patterns(cls):
+        return ()
+
+
+_CANON_TRAITS = traits_def(Pure(), _GraphCanonicalization())
+
+
+@irdl_op_definition
+class Conv2dOp(GraphOp):
+    """2-D convolution, data NCHW, weight OIHW (``relay.nn.conv2d``).
+
+    ```mlir
+    %0 = graph.conv2d %data, %weight {strides = [1, 1], padding = [1, 1, 1, 1], dilation = [1, 1], groups = 1} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
+    ```
+    """
+
+    name = "graph.conv2d"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
+    ATTRS: ClassVar = {
+        "strides": AttrSpec("ints", (1, 1), 2),
+        "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
+        "dilation": AttrSpec("ints", (1, 1), 2),
+        "groups": AttrSpec("int", 1),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        weight = _tensor(op, "weight", operand_types[1])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        _same_dtype(op, [("data", data), ("weight", weight)])
+        n, c, h, w = _rank(op, "data", data, 4, "NCHW")
+        o, i, kh, kw = _rank(op, "weight", weight, 4, "OIHW")
+        groups = attrs["groups"]
+        if groups <= 0:
+            _fail(f"{op}: groups must be positive, got {groups}")
+        if c % groups:
+            _fail(f"{op}: data has {c} channels, not divisible by groups = {groups}")
+        if o % groups:
+            _fail(f"{op}: weight has {o} output channels, not divisible by groups = {groups}")
+        if i * groups != c:
+            if groups == 1:
+                _fail(f"{op}: weight has {i} input channels but data has {c}")
+            _fail(
+                f"{op}: weight has {i} input channels per group but data has "
+                f"{c} channels in {groups} groups ({c // groups} per group)"
+            )
+        sh, sw = attrs["strides"]
+        pt, pl, pb, pr = attrs["padding"]
+        dh, dw = attrs["dilation"]
+        oh = _window_out(op, h, kh, sh, pt + pb, dh, "height")
+        ow = _window_out(op, w, kw, sw, pl + pr, dw, "width")
+        return TensorType(data.element_type, [n, o, oh, ow])
+
+
+@irdl_op_definition
+class DenseOp(GraphOp):
+    """Fully connected layer, TVM semantics: ``data (N×K) · weightᵀ (U×K) → N×U``.
+
+    ```mlir
+    %0 = graph.dense %x, %w : (tensor<1x784xf32>, tensor<128x784xf32>) -> tensor<1x128xf32>
+    ```
+    """
+
+    name = "graph.dense"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        weight = _tensor(op, "weight", operand_types[1])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        _same_dtype(op, [("data", data), ("weight", weight)])
+        n, k = _rank(op, "data", data, 2, "N×K")
+        u, k2 = _rank(op, "weight", weight, 2, "units×K")
+        if k != k2:
+            _fail(f"{op}: weight has {k2} input features but data has {k}")
+        return TensorType(data.element_type, [n, u])
+
+
+@irdl_op_definition
+class MatmulOp(GraphOp):
+    """Matrix product ``lhs (… × M × K) · rhs (… × K × N)`` with batch broadcasting.
+
+    ```mlir
+    %0 = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+    ```
+    """
+
+    name = "graph.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        lhs = _tensor(op, "lhs", operand_types[0])
+        rhs = _tensor(op, "rhs", operand_types[1])
+        _check_dtype(op, "lhs", lhs, FLOAT_TYPES)
+        _same_dtype(op, [("lhs", lhs), ("rhs", rhs)])
+        a, b = shape_of(lhs), shape_of(rhs)
+        if len(a) < 2 or len(b) < 2:
+            _fail(f"{op}: operands must have rank >= 2, got {type_str(lhs)} and {type_str(rhs)}")
+        if a[-1] != b[-2]:
+            _fail(f"{op}: lhs has {a[-1]} columns but rhs has {b[-2]} rows")
+        batch = broadcast_shapes(op, a[:-2], b[:-2])
+        return TensorType(lhs.element_type, [*batch, a[-2], b[-1]])
+
+
+@irdl_op_definition
+class BiasAddOp(GraphOp):
+    """Add a 1-D bias along ``axis`` (``relay.nn.bias_add``).
+
+    ```mlir
+    %0 = graph.bias_add %x, %b {axis = 1} : (tensor<1x128xf32>, tensor<128xf32>) -> tensor<1x128xf32>
+    ```
+    """
+
+    name = "graph.bias_add"
+    data = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.BROADCAST
+    ATTRS: ClassVar = {"axis": AttrSpec("int", 1)}
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        bias = _tensor(op, "bias", operand_types[1])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        _same_dtype(op, [("data", data), ("bias", bias)])
+        shape = shape_of(data)
+        axis = _axis(op, attrs["axis"], len(shape))
+        (b,) = _rank(op, "bias", bias, 1)
+        if b != shape[axis]:
+            _fail(f"{op}: bias has {b} elements but data has {shape[axis]} along axis {axis}")
+        return data
+
+
+@irdl_op_definition
+class BatchNormOp(GraphOp):
+    """Batch normalisation in inference form; one result.
+
+    ``(x - mean) / sqrt(var + epsilon) * gamma + beta`` along ``axis``.
+
+    ```mlir
+    %0 = graph.batch_norm %x, %gamma, %beta, %mean, %var {epsilon = 1.0e-05 : f32} : (tensor<1x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+    ```
+    """
+
+    name = "graph.batch_norm"
+    data = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    beta = operand_def(TensorType)
+    moving_mean = operand_def(TensorType)
+    moving_var = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.BROADCAST
+    ATTRS: ClassVar = {"epsilon": AttrSpec("float", 1e-5), "axis": AttrSpec("int", 1)}
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        shape = shape_of(data)
+        axis = _axis(op, attrs["axis"], len(shape))
+        params = []
+        for name, t in zip(("gamma", "beta", "mean", "var"), operand_types[1:]):
+            t = _tensor(op, name, t)
+            params.append((name, t))
+            (n,) = _rank(op, name, t, 1)
+            if n != shape[axis]:
+                _fail(
+                    f"{op}: {name} has {n} elements but data has {shape[axis]} "
+                    f"channels along axis {axis}"
+                )
+        _same_dtype(op, [("data", data), *params])
+        if attrs["epsilon"] < 0:
+            _fail(f"{op}: epsilon must not be negative")
+        return data
+
+
+class _UnaryElementwise(GraphOp):
+    x = operand_def(TensorType)
+    output = result_def(TensorType)
+    FUSION_KIND: ClassVar = FusionKind.ELEMENTWISE
+    SINGLE_TYPE: ClassVar = True
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        x = _tensor(cls.name, "operand", operand_types[0])
+        _check_dtype(cls.name, "operand", x, cls.DTYPES)
+        return x
+
+
+@irdl_op_definition
+class ReluOp(_UnaryElementwise):
+    """``max(x, 0)``.
+
+    ```mlir
+    %0 = graph.relu %x : tensor<1x16xf32>
+    ```
+    """
+
+    name = "graph.relu"
+    traits = _CANON_TRAITS
+
+
+@irdl_op_definition
+class SigmoidOp(_UnaryElementwise):
+    """``1 / (1 + exp(-x))``."""
+
+    name = "graph.sigmoid"
+    traits = _TRAITS
+
+
+@irdl_op_definition
+class TanhOp(_UnaryElementwise):
+    """Hyperbolic tangent."""
+
+    name = "graph.tanh"
+    traits = _TRAITS
+
+
+@irdl_op_definition
+class ExpOp(_UnaryElementwise):
+    """``e ** x``."""
+
+    name = "graph.exp"
+    traits = _TRAITS
+
+
+@irdl_op_definition
+class SqrtOp(_UnaryElementwise):
+    """Square root (NaN for negative inputs, as in IEEE 754)."""
+
+    name = "graph.sqrt"
+    traits = _TRAITS
+
+
+@irdl_op_definition
+class NegativeOp(_UnaryElementwise):
+    """``-x``."""
+
+    name = "graph.negative"
+    traits = _CANON_TRAITS
+    DTYPES: ClassVar = ALL_TYPES
+
+
+@irdl_op_definition
+class ClipOp(_UnaryElementwise):
+    """``min(max(x, min), max)``.
+
+    ```mlir
+    %0 = graph.clip %x {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x16xf32>
+    ```
+    """
+
+    name = "graph.clip"
+    traits = _CANON_TRAITS
+    ATTRS: ClassVar = {"min": AttrSpec("float"), "max": AttrSpec("float")}
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        if attrs["min"] is None or attrs["max"] is None:
+            _fail(f"{cls.name}: attributes 'min' and 'max' are required")
+        if attrs["min"] > attrs["max"]:
+            _fail(f"{cls.name}: min {attrs['min']} is greater than max {attrs['max']}")
+        return super().infer_type(operand_types, attrs)
+
+
+class _BinaryBroadcast(GraphOp):
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    FUSION_KIND: ClassVar = FusionKind.BROADCAST
+    DTYPES: ClassVar = ALL_TYPES
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        lhs = _tensor(op, "lhs", operand_types[0])
+        rhs = _tensor(op, "rhs", operand_types[1])
+        _check_dtype(op, "lhs", lhs, cls.DTYPES)
+        _same_dtype(op, [("lhs", lhs), ("rhs", rhs)])
+        shape = broadcast_shapes(op, shape_of(lhs), shape_of(rhs))
+        return TensorType(lhs.element_type, shape)
+
+
+@irdl_op_definition
+class AddOp(_BinaryBroadcast):
+    """Elementwise sum with numpy broadcasting.
+
+    ```mlir
+    %0 = graph.add %a, %b : (tensor<1x16x8x8xf32>, tensor<16x1x1xf32>) -> tensor<1x16x8x8xf32>
+    ```
+    """
+
+    name = "graph.add"
+    traits = _CANON_TRAITS
+
+
+@irdl_op_definition
+class SubtractOp(_BinaryBroadcast):
+    """Elementwise difference with numpy broadcasting."""
+
+    name = "graph.subtract"
+    traits = _CANON_TRAITS
+
+
+@irdl_op_definition
+class MultiplyOp(_BinaryBroadcast):
+    """Elementwise product with numpy broadcasting."""
+
+    name = "graph.multiply"
+    traits = _CANON_TRAITS
+
+
+@irdl_op_definition
+class DivideOp(_BinaryBroadcast):
+    """Elementwise quotient with numpy broadcasting (floats only)."""
+
+    name = "graph.divide"
+    traits = _CANON_TRAITS
+    DTYPES: ClassVar = FLOAT_TYPES
+
+
+@irdl_op_definition
+class MaximumOp(_BinaryBroadcast):
+    """Elementwise maximum with numpy broadcasting."""
+
+    name = "graph.maximum"
+    traits = _TRAITS
+
+
+@irdl_op_definition
+class MinimumOp(_BinaryBroadcast):
+    """Elementwise minimum with numpy broadcasting."""
+
+    name = "graph.minimum"
+    traits = _TRAITS
+
+
+@irdl_op_definition
+class SoftmaxOp(GraphOp):
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (default -1).
+
+    ```mlir
+    %0 = graph.softmax %x {axis = -1} : (tensor<1x10xf32>) -> tensor<1x10xf32>
+    ```
+    """
+
+    name = "graph.softmax"
+    x = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OPAQUE
+    ATTRS: ClassVar = {"axis": AttrSpec("int", -1)}
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        x = _tensor(cls.name, "operand", operand_types[0])
+        _check_dtype(cls.name, "operand", x, FLOAT_TYPES)
+        _axis(cls.name, attrs["axis"], len(shape_of(x)))
+        return x
+
+
+class _Pool2d(GraphOp):
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        n, c, h, w = _rank(op, "data", data, 4, "NCHW")
+        kh, kw = attrs["pool_size"]
+        if kh <= 0 or kw <= 0:
+            _fail(f"{op}: pool_size must be positive, got {[kh, kw]}")
+        sh, sw = attrs["strides"]
+        pt, pl, pb, pr = attrs["padding"]
+        if max(pt, pb) >= kh or max(pl, pr) >= kw:
+            _fail(f"{op}: padding {[pt, pl, pb, pr]} must be smaller than pool_size {[kh, kw]}")
+        oh = _window_out(op, h, kh, sh, pt + pb, 1, "height")
+        ow = _window_out(op, w, kw, sw, pl + pr, 1, "width")
+        return TensorType(data.element_type, [n, c, oh, ow])
+
+
+_POOL_SPECS = {
+    "pool_size": AttrSpec("ints", None, 2),
+    "strides": AttrSpec("ints", (1, 1), 2),
+    "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
+}
+
+
+@irdl_op_definition
+class MaxPool2dOp(_Pool2d):
+    """Max pooling over NCHW windows; padding never wins the max.
+
+    ```mlir
+    %0 = graph.max_pool2d %x {pool_size = [3, 3], strides = [2, 2], padding = [1, 1, 1, 1]} : (tensor<1x64x112x112xf32>) -> tensor<1x64x56x56xf32>
+    ```
+    """
+
+    name = "graph.max_pool2d"
+    ATTRS: ClassVar = _POOL_SPECS
+
+
+@irdl_op_definition
+class AvgPool2dOp(_Pool2d):
+    """Average pooling; ``count_include_pad`` counts padding in the divisor."""
+
+    name = "graph.avg_pool2d"
+    ATTRS: ClassVar = {**_POOL_SPECS, "count_include_pad": AttrSpec("bool", False)}
+
+
+@irdl_op_definition
+class GlobalAvgPool2dOp(GraphOp):
+    """Mean over H and W: ``N×C×H×W → N×C×1×1``."""
+
+    name = "graph.global_avg_pool2d"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = _tensor(cls.name, "data", operand_types[0])
+        _check_dtype(cls.name, "data", data, FLOAT_TYPES)
+        n, c, _, _ = _rank(cls.name, "data", data, 4, "NCHW")
+        return TensorType(data.element_type, [n, c, 1, 1])
+
+
+@irdl_op_definition
+class BatchFlattenOp(GraphOp):
+    """``N×… → N×(product of the rest)``."""
+
+    name = "graph.batch_flatten"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    DTYPES: ClassVar = ALL_TYPES
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = _tensor(cls.name, "data", operand_types[0])
+        _check_dtype(cls.name, "data", data, ALL_TYPES)
+        shape = shape_of(data)
+        if not shape:
+            _fail(f"{cls.name}: data must have rank >= 1")
+        return TensorType(data.element_type, [shape[0], math.prod(shape[1:])])
+
+
+@irdl_op_definition
+class ReshapeOp(GraphOp):
+    """Reinterpret the elements (row-major) with a new shape.
+
+    The shape is the result type; no attribute is needed.
+
+    ```mlir
+    %0 = graph.reshape %x : (tensor<2x6xf32>) -> tensor<3x4xf32>
+    ```
+    """
+
+    name = "graph.reshape"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _CANON_TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+
+    @classmethod
+    def build(cls, operands, result_type=None, **attributes):
+        if result_type is None:
+            raise ValueError(f"{cls.name}: the result type must be given")
+        return super().build(operands, result_type, **attributes)
+
+    def verify_result_type(self) -> None:
+        data = _tensor(self.name, "data", self.operands[0].type)
+        out = _tensor(self.name, "result", self.results[0].type)
+        _check_dtype(self.name, "data", data, ALL_TYPES)
+        if data.element_type != out.element_type:
+            _fail(
+                f"{self.name}: result element type {out.element_type} differs "
+                f"from the data's {data.element_type}"
+            )
+        n_in, n_out = math.prod(shape_of(data)), math.prod(shape_of(out))
+        if n_in != n_out:
+            _fail(
+                f"{self.name}: cannot reshape {type_str(data)} ({n_in} elements) "
+                f"to {type_str(out)} ({n_out} elements)"
+            )
+
+
+@irdl_op_definition
+class TransposeOp(GraphOp):
+    """Permute the axes; ``axes`` defaults to reversing them.
+
+    ```mlir
+    %0 = graph.transpose %x {axes = [0, 2, 3, 1]} : (tensor<1x3x4x5xf32>) -> tensor<1x4x5x3xf32>
+    ```
+    """
+
+    name = "graph.transpose"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _CANON_TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    ATTRS: ClassVar = {"axes": AttrSpec("ints", ())}
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        data = _tensor(cls.name, "data", operand_types[0])
+        _check_dtype(cls.name, "data", data, ALL_TYPES)
+        shape = shape_of(data)
+        axes = cls.normalized_axes(attrs["axes"], len(shape))
+        return TensorType(data.element_type, [shape[a] for a in axes])
+
+    @classmethod
+    def normalized_axes(cls, axes: Sequence[int], rank: int) -> tuple[int, ...]:
+        if not axes:
+            return tuple(reversed(range(rank)))
+        if len(axes) != rank:
+            _fail(f"{cls.name}: axes {list(axes)} must list {rank} axes")
+        norm = tuple(_axis(cls.name, a, rank) for a in axes)
+        if sorted(norm) != list(range(rank)):
+            _fail(f"{cls.name}: axes {list(axes)} is not a permutation of 0..{rank - 1}")
+        return norm
+
+
+@irdl_op_definition
+class ConcatenateOp(GraphOp):
+    """Join tensors along ``axis`` (all other dimensions equal).
+
+    ```mlir
+    %0 = graph.concatenate %a, %b {axis = 1} : (tensor<1x2xf32>, tensor<1x3xf32>) -> tensor<1x5xf32>
+    ```
+    """
+
+    name = "graph.concatenate"
+    inputs = var_operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    ATTRS: ClassVar = {"axis": AttrSpec("int", 0)}
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        if not operand_types:
+            _fail(f"{op}: needs at least one operand")
+        types = [_tensor(op, f"operand {i}", t) for i, t in enumerate(operand_types)]
+        _check_dtype(op, "operand 0", types[0], ALL_TYPES)
+        _same_dtype(op, [(f"operand {i}", t) for i, t in enumerate(types)])
+        first = shape_of(types[0])
+        axis = _axis(op, attrs["axis"], len(first))
+        total = 0
+        for i, t in enumerate(types):
+            s = shape_of(t)
+            if len(s) != len(first) or any(
+                a != b for d, (a, b) in enumerate(zip(s, first)) if d != axis
+            ):
+                _fail(
+                    f"{op}: operand {i} has shape {list(s)}, incompatible with "
+                    f"{list(first)} outside axis {axis}"
+                )
+            total += s[axis]
+        out = list(first)
+        out[axis] = total
+        return TensorType(types[0].element_type, out)
+
+
+@irdl_op_definition
+class CastOp(GraphOp):
+    """Convert the element type (numpy ``astype``: floats to ints truncate).
+
+    ```mlir
+    %0 = graph.cast %x : (tensor<4xf32>) -> tensor<4xf16>
+    ```
+    """
+
+    name = "graph.cast"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _CANON_TRAITS
+    FUSION_KIND: ClassVar = FusionKind.ELEMENTWISE
+
+    @classmethod
+    def build(cls, operands, result_type=None, dtype: Any = None, **attributes):
+        """``dtype`` (a numpy dtype, a name or an element type) gives the target."""
+        if result_type is None:
+            if dtype is None:
+                raise ValueError(f"{cls.name}: give the target dtype")
+            elem = dtype if isinstance(dtype, Attribute) else element_type(dtype)
+            result_type = TensorType(elem, shape_of(SSAValue.get(operands[0])))
+        return super().build(operands, result_type, **attributes)
+
+    def verify_result_type(self) -> None:
+        data = _tensor(self.name, "data", self.operands[0].type)
+        out = _tensor(self.name, "result", self.results[0].type)
+        _check_dtype(self.name, "data", data, ALL_TYPES)
+        _check_dtype(self.name, "result", out, ALL_TYPES)
+        if shape_of(data) != shape_of(out):
+            _fail(
+                f"{self.name}: result shape {list(shape_of(out))} differs from "
+                f"the data's {list(shape_of(data))}"
+            )
+
+
+@irdl_op_definition
+class ConstantOp(GraphOp):
+    """A constant tensor.  Large values print as a hex blob.
+
+    ```mlir
+    %0 = graph.constant {value = dense<[1.0, 2.0]> : tensor<2xf32>} : tensor<2xf32>
+    ```
+    """
+
+    name = "graph.constant"
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OPAQUE
+    SINGLE_TYPE: ClassVar = True
+    DTYPES: ClassVar = ALL_TYPES
+    ATTRS: ClassVar = {"value": AttrSpec("dense")}
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        value = attrs["value"]
+        if value is None:
+            _fail(f"{cls.name}: attribute 'value' is required")
+        t = value.type
+        if not isinstance(t, TensorType):
+            _fail(f"{cls.name}: value must have a tensor type, got {t}")
+        _check_dtype(cls.name, "value", t, ALL_TYPES)
+        return t
+
+    @classmethod
+    def from_array(cls, array: Any) -> ConstantOp:
+        """A constant holding a numpy array (f32, f16, i32 or i64)."""
+        array = np.ascontiguousarray(array)
+        t = tensor_type(array.shape, array.dtype)
+        value = DenseIntOrFPElementsAttr(t, _bytes_attr(array.astype(array.dtype.newbyteorder("<")).tobytes()))
+        return cls.create(result_types=[t], attributes={"value": value})
+
+    def to_array(self) -> np.ndarray:
+        """The value as a numpy array (a fresh, writable copy)."""
+        return dense_to_array(self.attributes["value"])
+
+
+def _bytes_attr(data: bytes):
+    from xdsl.dialects.builtin import BytesAttr
+
+    return BytesAttr(data)
+
+
+def dense_to_array(attr: Attribute) -> np.ndarray:
+    """A dense elements attribute as a numpy array (splats expanded)."""
+    assert isinstance(attr, DenseIntOrFPElementsAttr)
+    t = attr.type
+    dtype = numpy_dtype(t.element_type).newbyteorder("<")
+    flat = np.frombuffer(attr.data.data, dtype=dtype)
+    shape = tuple(t.get_shape())
+    if flat.size == 1 and math.prod(shape) != 1:
+        return np.full(shape, flat[0], dtype=dtype.newbyteorder("="))
+    return flat.reshape(shape).astype(dtype.newbyteorder("="), copy=True)
+
+
+# --------------------------------------------------------------------------
+# Program-level ops: calls into kernels and into the runtime registry
+# --------------------------------------------------------------------------
+
+
+GRAPH_OPS: tuple[type[GraphOp], ...] = (
+    Conv2dOp,
+    DenseOp,
+    MatmulOp,
+    BiasAddOp,
+    BatchNormOp,
+    ReluOp,
+    SigmoidOp,
+    TanhOp,
+    ExpOp,
+    SqrtOp,
+    NegativeOp,
+    ClipOp,
+    AddOp,
+    SubtractOp,
+    MultiplyOp,
+    DivideOp,
+    MaximumOp,
+    MinimumOp,
+    SoftmaxOp,
+    MaxPool2dOp,
+    AvgPool2dOp,
+    GlobalAvgPool2dOp,
+    BatchFlattenOp,
+    ReshapeOp,
+    TransposeOp,
+    ConcatenateOp,
+    CastOp,
+    ConstantOp,
+)
+
+OPS_BY_NAME: dict[str, type[GraphOp]] = {op.name: op for op in GRAPH_OPS}
+
+
+def fusion_kind(op: Operation) -> FusionKind:
+    """The fusion kind of any op (non-graph ops are opaque)."""
+    return getattr(type(op), "FUSION_KIND", FusionKind.OPAQUE)
+
+
+Graph = Dialect("graph", list(GRAPH_OPS), [])

@@ -1,0 +1,27 @@
+"""ember's exception types: every user mistake becomes one of these.
+
+Tools catch :class:`EmberError` and print its message with exit code 1; a
+Python traceback from a tool is always a bug in ember, never a user mistake.
+"""
+
+from __future__ import annotations
+
+
+class EmberError(Exception):
+    """Base class of all errors ember reports to users."""
+
+
+class IRError(EmberError, ValueError):
+    """Malformed or ill-typed IR text; the message carries the diagnostic."""
+
+    def __init__(self, diagnostic: str) -> None:
+        super().__init__(diagnostic)
+        self.diagnostic = diagnostic
+
+
+class PassError(EmberError):
+    """A pass could not run on valid input (unsupported op, bad option)."""
+
+
+class RuntimeFailure(EmberError, RuntimeError):
+    """A compiled module or executor was used wrongly or failed to run."""
