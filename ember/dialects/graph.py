@@ -1224,6 +1224,176 @@ def dense_to_array(attr: Attribute) -> np.ndarray:
 # --------------------------------------------------------------------------
 
 
+def _print_call(
+    printer: Printer, print_callee: Callable[[], None], op: Operation
+) -> None:
+    printer.print_string(" ")
+    print_callee()
+    printer.print_string("(")
+    printer.print_list(op.operands, printer.print_operand)
+    printer.print_string(")")
+    extra = {k: v for k, v in op.attributes.items() if k not in ("callee", "function")}
+    if extra:
+        printer.print_string(" ")
+        printer.print_attr_dict(extra)
+    printer.print_string(" : ")
+    printer.print_function_type(
+        [o.type for o in op.operands], [r.type for r in op.results]
+    )
+
+
+def _parse_call_rest(parser: Parser) -> tuple[list[SSAValue], list[Attribute], dict[str, Attribute]]:
+    pos = parser.pos
+    operands = parser.parse_comma_separated_list(
+        parser.Delimiter.PAREN, parser.parse_unresolved_operand
+    )
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    type_pos = parser.pos
+    ftype = parser.parse_type()
+    if not isinstance(ftype, FunctionType):
+        parser.raise_error("expected a function type", type_pos, parser.pos)
+    values = parser.resolve_operands(operands, list(ftype.inputs.data), pos)
+    return values, list(ftype.outputs.data), attributes
+
+
+@irdl_op_definition
+class CallKernelOp(IRDLOperation):
+    """Call a kernel function in destination-passing style (Relax ``call_tir``).
+
+    The callee is a ``func.func`` over memrefs taking the inputs, then one
+    output buffer per result; the call allocates the outputs and returns them
+    as tensors.
+
+    ```mlir
+    %0 = graph.call_kernel @relu0(%x) : (tensor<1x128xf32>) -> tensor<1x128xf32>
+    ```
+    """
+
+    name = "graph.call_kernel"
+    args = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    traits = traits_def(Pure())
+    FUSION_KIND: ClassVar[FusionKind] = FusionKind.OPAQUE
+
+    def __init__(
+        self,
+        callee: str | SymbolRefAttr,
+        args: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+    ) -> None:
+        ref = SymbolRefAttr(callee) if isinstance(callee, str) else callee
+        super().__init__(
+            operands=[args], result_types=[result_types], attributes={"callee": ref}
+        )
+
+    @property
+    def callee(self) -> str:
+        return self.attributes["callee"].root_reference.data  # type: ignore[union-attr]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CallKernelOp:
+        callee = parser.parse_symbol_name()
+        values, results, attributes = _parse_call_rest(parser)
+        op = cls(callee.data, values, results)
+        op.attributes.update(attributes)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_call(
+            printer, lambda: printer.print_string(f"@{self.callee}"), self
+        )
+
+    def verify_(self) -> None:
+        if not isinstance(self.attributes.get("callee"), SymbolRefAttr):
+            raise VerifyException(f"{self.name}: needs a callee symbol")
+        from xdsl.dialects.func import FuncOp
+        from xdsl.dialects.builtin import MemRefType
+        from xdsl.traits import SymbolTable
+
+        module = self.get_toplevel_object()
+        if not isinstance(module, Operation):
+            return
+        callee = SymbolTable.lookup_symbol(module, self.callee)
+        if callee is None:
+            raise VerifyException(f"{self.name}: no kernel named @{self.callee}")
+        if not isinstance(callee, FuncOp):
+            raise VerifyException(f"{self.name}: @{self.callee} is not a function")
+        expected = [*self.operands, *self.results]
+        params = callee.function_type.inputs.data
+        if len(params) != len(expected):
+            raise VerifyException(
+                f"{self.name}: @{self.callee} takes {len(params)} buffers but the "
+                f"call passes {len(self.operands)} inputs and {len(self.results)} "
+                f"outputs"
+            )
+        for i, (value, param) in enumerate(zip(expected, params)):
+            t = value.type
+            assert isinstance(t, TensorType)
+            if not isinstance(param, MemRefType) or (
+                tuple(param.get_shape()) != tuple(t.get_shape())
+                or param.element_type != t.element_type
+            ):
+                what = f"input {i}" if i < len(self.operands) else f"output {i - len(self.operands)}"
+                raise VerifyException(
+                    f"{self.name}: {what} is {type_str(t)} but @{self.callee} "
+                    f"expects {param}"
+                )
+
+
+@irdl_op_definition
+class CallExternOp(IRDLOperation):
+    """Call a function from the runtime registry (Relax ``call_dps_packed``).
+
+    The function is looked up by name when the module is loaded and called as
+    ``f(*inputs, *outputs)`` on preallocated output buffers.
+
+    ```mlir
+    %0 = graph.call_extern "env.relu"(%x) : (tensor<1x128xf32>) -> tensor<1x128xf32>
+    ```
+    """
+
+    name = "graph.call_extern"
+    args = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    FUSION_KIND: ClassVar[FusionKind] = FusionKind.OPAQUE
+
+    def __init__(
+        self,
+        function: str,
+        args: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+    ) -> None:
+        super().__init__(
+            operands=[args],
+            result_types=[result_types],
+            attributes={"function": StringAttr(function)},
+        )
+
+    @property
+    def function(self) -> str:
+        return self.attributes["function"].data  # type: ignore[union-attr]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CallExternOp:
+        function = parser.parse_str_literal()
+        values, results, attributes = _parse_call_rest(parser)
+        op = cls(function, values, results)
+        op.attributes.update(attributes)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_call(
+            printer, lambda: printer.print_string_literal(self.function), self
+        )
+
+    def verify_(self) -> None:
+        if not isinstance(self.attributes.get("function"), StringAttr) or not self.function:
+            raise VerifyException(f"{self.name}: needs a function name")
+        if not self.results:
+            raise VerifyException(f"{self.name}: must have at least one result")
+
+
 GRAPH_OPS: tuple[type[GraphOp], ...] = (
     Conv2dOp,
     DenseOp,
@@ -1263,4 +1433,4 @@ def fusion_kind(op: Operation) -> FusionKind:
     return getattr(type(op), "FUSION_KIND", FusionKind.OPAQUE)
 
 
-Graph = Dialect("graph", list(GRAPH_OPS), [])
+Graph = Dialect("graph", [*GRAPH_OPS, CallKernelOp, CallExternOp], [])
