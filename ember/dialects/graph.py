@@ -32,20 +32,19 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
+    FunctionType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
     SymbolRefAttr,
     TensorType,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    FunctionType,
-    i32,
-    i64,
     f16,
     f32,
+    i32,
+    i64,
 )
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -58,7 +57,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 # --------------------------------------------------------------------------
@@ -145,7 +144,7 @@ class AttrSpec:
     """One attribute of a graph op: its kind, its default, and its arity.
 
     ``kind`` is ``"ints"`` (a list of integers, printed ``[1, 1]``), ``"int"``,
-    ``"float"``, ``"bool"``, ``"type"``, ``"dense"`` or ``"str"``.  ``length``
+    ``"float"``, ``"bool"``, ``"dense"`` or ``"str"``.  ``length``
     fixes the length of an ``"ints"`` list.  ``default`` of ``None`` means the
     attribute is required.
     """
@@ -180,9 +179,10 @@ def _decode_attr(op_name: str, name: str, spec: AttrSpec, attr: Attribute) -> An
         if value is None:
             raise VerifyException(f"{where} must be an integer, got {attr}")
         if spec.kind == "bool":
-            if value not in (0, 1):
+            # xDSL stores i1 ``true`` as -1 (two's complement), MLIR as 1.
+            if value not in (0, 1, -1):
                 raise VerifyException(f"{where} must be true or false, got {attr}")
-            return bool(value)
+            return value != 0
         return value
     if spec.kind == "float":
         if isinstance(attr, FloatAttr):
@@ -191,12 +191,6 @@ def _decode_attr(op_name: str, name: str, spec: AttrSpec, attr: Attribute) -> An
         if value is None:
             raise VerifyException(f"{where} must be a number, got {attr}")
         return float(value)
-    if spec.kind == "type":
-        if attr not in ALL_TYPES:
-            raise VerifyException(
-                f"{where} must be one of f32, f16, i32, i64, got {attr}"
-            )
-        return attr
     if spec.kind == "dense":
         if not isinstance(attr, DenseIntOrFPElementsAttr):
             raise VerifyException(f"{where} must be a dense elements attribute")
@@ -220,8 +214,6 @@ def _encode_attr(spec: AttrSpec, value: Any) -> Attribute:
         return IntegerAttr(int(bool(value)), IntegerType(1))
     if spec.kind == "float":
         return FloatAttr(float(value), f32)
-    if spec.kind == "type":
-        return element_type(value)
     if spec.kind == "str":
         return StringAttr(str(value))
     raise ValueError(f"cannot encode {value!r} as a {spec.kind} attribute")
@@ -1191,7 +1183,7 @@ class ConstantOp(GraphOp):
     @classmethod
     def from_array(cls, array: Any) -> ConstantOp:
         """A constant holding a numpy array (f32, f16, i32 or i64)."""
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(array).reshape(np.shape(array))
         t = tensor_type(array.shape, array.dtype)
         value = DenseIntOrFPElementsAttr(t, _bytes_attr(array.astype(array.dtype.newbyteorder("<")).tobytes()))
         return cls.create(result_types=[t], attributes={"value": value})
@@ -1307,10 +1299,6 @@ class CallKernelOp(IRDLOperation):
     def verify_(self) -> None:
         if not isinstance(self.attributes.get("callee"), SymbolRefAttr):
             raise VerifyException(f"{self.name}: needs a callee symbol")
-        from xdsl.dialects.func import FuncOp
-        from xdsl.dialects.builtin import MemRefType
-        from xdsl.traits import SymbolTable
-
         module = self.get_toplevel_object()
         if not isinstance(module, Operation):
             return

@@ -1,0 +1,337 @@
+"""Run a function of a module with the reference interpreter.
+
+Built on xDSL's ``Interpreter``: ``func.func`` / ``func.call`` /
+``func.return`` come from xDSL's ``FuncFunctions`` (so nested calls work), the
+graph ops from :class:`ember.interp.graph_impls.GraphFunctions`, and more ops
+(``graph.call_kernel``, ``graph.call_extern``, kernel-dialect ops) plug in as
+further ``InterpreterFunctions`` classes through :func:`register_functions`
+or the ``functions=`` argument.
+
+Everything a user can get wrong is checked before anything runs, and reported
+as :class:`~ember.interp.reference.InterpretError` naming the function and the
+argument: an unknown entry function, the number of arguments, each argument's
+shape and dtype, and ops that have no implementation.  Arguments are never
+silently converted to another dtype (a float64 array for an f32 argument is an
+error); Python lists and numbers, having no dtype of their own, are converted
+to the argument's dtype when that loses no kind (integers into floats, never
+floats into integers).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import CallOp, FuncOp
+from xdsl.interpreter import Interpreter, InterpreterFunctions, OpImplResult
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import InterpretationError
+
+from ember.dialects.graph import numpy_dtype, type_str
+from ember.errors import EmberError
+from ember.interp.graph_impls import GraphFunctions
+from ember.interp.reference import InterpretError
+from ember.ir import describe_op
+
+__all__ = [
+    "EmberInterpreter",
+    "FunctionsSpec",
+    "interpret",
+    "interpret_function",
+    "make_interpreter",
+    "register_functions",
+]
+
+FunctionsSpec = type[InterpreterFunctions] | InterpreterFunctions | str
+"""An ``InterpreterFunctions`` class or instance, or ``"module:ClassName"``
+(imported on first use, so registering costs no import)."""
+
+# Always present, in this order; later registrations override earlier ones.
+_BUILTIN_FUNCTIONS: tuple[type[InterpreterFunctions], ...] = (
+    FuncFunctions,
+    GraphFunctions,
+)
+_REGISTERED_FUNCTIONS: list[FunctionsSpec] = []
+
+
+def register_functions(functions: FunctionsSpec) -> None:
+    """Make every later interpreter use ``functions`` as well.
+
+    This is the extension point for ops that live outside the graph dialect,
+    e.g. ``register_functions("ember.interp.kernel:KernelFunctions")``.  A
+    later registration overrides earlier implementations of the same op.
+    Registering the same spec twice has no further effect.
+    """
+    if functions not in _REGISTERED_FUNCTIONS:
+        _REGISTERED_FUNCTIONS.append(functions)
+
+
+def _resolve(spec: FunctionsSpec) -> InterpreterFunctions:
+    if isinstance(spec, InterpreterFunctions):
+        return spec
+    if isinstance(spec, str):
+        module_name, _, class_name = spec.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError) as e:
+            raise InterpretError(
+                f"cannot load interpreter functions '{spec}': {e}"
+            ) from None
+        return cls()
+    return spec()
+
+
+@dataclass
+class EmberInterpreter(Interpreter):
+    """xDSL's interpreter with ember's error reporting.
+
+    xDSL annotates an exception raised inside an op by printing the whole
+    module in generic form, which for a network with bound weights is
+    megabytes of text; this dispatch reports the failing op alone, as an
+    :class:`InterpretError`.
+    """
+
+    def implements(self, op: Operation) -> bool:
+        """Whether some registered ``InterpreterFunctions`` runs ``op``."""
+        # xDSL has no public query for this; the table is stable in 0.74.
+        return type(op) in self._impls._impl_dict
+
+    def _run_op(self, op: Operation, inputs: tuple[Any, ...]) -> OpImplResult:
+        entry = self._impls._impl_dict.get(type(op))
+        if entry is None:
+            raise InterpretError(_no_impl_message(op))
+        functions, op_impl = entry
+        for listener in self.listeners:
+            listener.will_interpret_op(op, inputs)
+        try:
+            result = op_impl(functions, self, op, inputs)
+        except EmberError:
+            raise
+        except Exception as e:  # an implementation failed: name the op
+            raise InterpretError(
+                f"{op.name} failed: {type(e).__name__}: {e}\n{describe_op(op)}"
+            ) from e
+        if len(result.values) != len(op.results):
+            raise InterpretError(
+                f"{op.name}: its implementation returned {len(result.values)} "
+                f"values for {len(op.results)} results\n{describe_op(op)}"
+            )
+        for listener in self.listeners:
+            listener.did_interpret_op(op, result.values)
+        return result
+
+
+def _no_impl_message(op: Operation) -> str:
+    return (
+        f"the reference interpreter has no implementation of '{op.name}' "
+        f"(register one with ember.interp.register_functions)\n{describe_op(op)}"
+    )
+
+
+def make_interpreter(
+    module: ModuleOp, functions: Iterable[FunctionsSpec] = ()
+) -> EmberInterpreter:
+    """An interpreter for ``module`` with the built-in, registered and given functions."""
+    interpreter = EmberInterpreter(module)
+    for spec in (*_BUILTIN_FUNCTIONS, *_REGISTERED_FUNCTIONS, *functions):
+        interpreter.register_implementations(_resolve(spec), override=True)
+    return interpreter
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+
+
+def _functions_of(module: ModuleOp) -> dict[str, FuncOp]:
+    return {
+        op.sym_name.data: op for op in module.body.block.ops if isinstance(op, FuncOp)
+    }
+
+
+def _entry_function(module: Any, entry: str | FuncOp) -> FuncOp:
+    if not isinstance(module, ModuleOp):
+        raise InterpretError(
+            f"interpret expects a module (ember.parse returns one), got "
+            f"{type(module).__name__}"
+        )
+    functions = _functions_of(module)
+    if isinstance(entry, FuncOp):
+        if functions.get(entry.sym_name.data) is not entry:
+            raise InterpretError(
+                f"function @{entry.sym_name.data} is not in the module"
+            )
+        func = entry
+    elif entry in functions:
+        func = functions[entry]
+    else:
+        existing = ", ".join(f"@{name}" for name in functions) or "none"
+        raise InterpretError(
+            f"no function @{entry} in the module (functions: {existing})"
+        )
+    if func.is_declaration:
+        raise InterpretError(f"@{func.sym_name.data} is a declaration without a body")
+    return func
+
+
+def _check_implemented(interpreter: EmberInterpreter, entry: FuncOp) -> None:
+    """Every op reachable from ``entry`` through ``func.call`` has an implementation."""
+    functions = _functions_of(interpreter.module)
+    pending, seen = [entry], {entry.sym_name.data}
+    while pending:
+        func = pending.pop()
+        for op in func.body.walk():
+            if not interpreter.implements(op):
+                raise InterpretError(_no_impl_message(op))
+            if isinstance(op, CallOp):
+                callee = functions.get(op.callee.root_reference.data)
+                if (
+                    callee is not None
+                    and not callee.is_declaration
+                    and (callee.sym_name.data not in seen)
+                ):
+                    seen.add(callee.sym_name.data)
+                    pending.append(callee)
+
+
+def _argument_names(func: FuncOp) -> list[str]:
+    return [arg.name_hint or f"arg{i}" for i, arg in enumerate(func.args)]
+
+
+def _to_numpy(value: Any, what: str) -> tuple[np.ndarray, bool]:
+    """``value`` as an array, and whether its dtype is its own (not inferred
+    by numpy from Python numbers)."""
+    if isinstance(value, np.ndarray):
+        return value, True
+    try:
+        if hasattr(value, "__dlpack__"):
+            return np.from_dlpack(value), True
+        array = np.asarray(value)
+    except (TypeError, ValueError, RuntimeError, BufferError) as e:
+        raise InterpretError(
+            f"{what}: cannot convert {type(value).__name__} to an array: {e}"
+        ) from None
+    return array, hasattr(value, "dtype")
+
+
+def _convert_python_data(array: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    """Lists and numbers take the argument's dtype, if no kind is lost."""
+    kind, target = array.dtype.kind, dtype.kind
+    if (kind == "f" and target == "f") or (kind in "iu" and target in "fiu"):
+        if target in "iu":
+            info = np.iinfo(dtype)
+            if array.size and (array.min() < info.min or array.max() > info.max):
+                raise InterpretError(f"{what}: values do not fit in {dtype}")
+        return array.astype(dtype)
+    raise InterpretError(
+        f"{what}: expected {dtype} values, got Python data of kind {array.dtype}"
+    )
+
+
+def _check_argument(value: Any, t: Attribute, what: str) -> np.ndarray:
+    if not isinstance(t, TensorType):
+        raise InterpretError(
+            f"{what} has type {t}; the reference interpreter runs functions over "
+            f"tensors only"
+        )
+    try:
+        dtype = numpy_dtype(t.element_type)
+    except ValueError as e:
+        raise InterpretError(f"{what}: {e}") from None
+    shape = tuple(t.get_shape())
+    array, has_own_dtype = _to_numpy(value, what)
+    if not has_own_dtype:
+        array = _convert_python_data(array, dtype, what)
+    if array.dtype.newbyteorder("=") != dtype:
+        raise InterpretError(
+            f"{what} must have dtype {dtype} ({type_str(t)}), got {array.dtype}; "
+            f"convert it explicitly, e.g. x.astype('{dtype}')"
+        )
+    if array.shape != shape:
+        raise InterpretError(
+            f"{what} must have shape {shape} ({type_str(t)}), got {array.shape}"
+        )
+    return array.astype(dtype, copy=False)  # native byte order
+
+
+def _check_arguments(func: FuncOp, args: Sequence[Any]) -> tuple[np.ndarray, ...]:
+    name = func.sym_name.data
+    names = _argument_names(func)
+    if len(args) != len(names):
+        listed = ", ".join(names) or "none"
+        plural = "" if len(names) == 1 else "s"
+        raise InterpretError(
+            f"@{name} takes {len(names)} argument{plural} ({listed}), got {len(args)}"
+        )
+    return tuple(
+        _check_argument(value, t, f"argument '{arg_name}' (#{i}) of @{name}")
+        for i, (value, t, arg_name) in enumerate(
+            zip(args, func.function_type.inputs.data, names)
+        )
+    )
+
+
+def _check_results(func: FuncOp, results: Sequence[Any]) -> list[np.ndarray]:
+    """Fresh arrays, checked against the function's result types."""
+    out: list[np.ndarray] = []
+    for i, (value, t) in enumerate(zip(results, func.function_type.outputs.data)):
+        array = np.array(value, copy=True)
+        if isinstance(t, TensorType) and (
+            array.shape != tuple(t.get_shape())
+            or array.dtype != numpy_dtype(t.element_type)
+        ):
+            raise InterpretError(
+                f"@{func.sym_name.data}: result #{i} should be {type_str(t)}, the "
+                f"interpreter produced shape {array.shape} and dtype {array.dtype}"
+            )
+        out.append(array)
+    return out
+
+
+# --------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------
+
+
+def interpret_function(
+    module: ModuleOp,
+    entry: str | FuncOp,
+    args: Sequence[Any],
+    *,
+    functions: Iterable[FunctionsSpec] = (),
+) -> list[np.ndarray]:
+    """Run function ``entry`` of ``module`` on ``args``; one array per result.
+
+    ``functions`` adds ``InterpreterFunctions`` for this call only (on top of
+    the built-in and registered ones).  Raises :class:`InterpretError` on
+    any mistake, before running anything where it can be known in advance.
+    """
+    func = _entry_function(module, entry)
+    arrays = _check_arguments(func, args)
+    interpreter = make_interpreter(module, functions)
+    _check_implemented(interpreter, func)
+    try:
+        results = interpreter.call_op(func, arrays)
+    except InterpretationError as e:  # raised by xDSL itself, e.g. a missing symbol
+        raise InterpretError(f"while interpreting @{func.sym_name.data}: {e}") from None
+    return _check_results(func, results)
+
+
+def interpret(
+    module: ModuleOp,
+    entry: str = "main",
+    *args: Any,
+    functions: Iterable[FunctionsSpec] = (),
+) -> list[np.ndarray]:
+    """Run function ``entry`` of ``module`` with the reference interpreter.
+
+    ``args`` are numpy arrays, anything ``np.asarray`` accepts, or objects
+    with ``__dlpack__``; each must have exactly its argument's shape and dtype.
+    Returns a list of fresh numpy arrays, one per function result.
+    """
+    return interpret_function(module, entry, args, functions=functions)

@@ -1,0 +1,460 @@
+"""The numpy definition of every graph operator.
+
+This module is what a graph op *means*: passes must preserve it, and compiled
+code (CPU and CUDA) is compared with it.  It plays the role of TVM's Python
+reference implementations (``tvm.topi.testing.*_python``) and of tinygrad's
+pure-Python backend, and is reused by constant folding through
+:data:`REFERENCE_IMPLS` / :func:`evaluate`.
+
+Numerical conventions (the contract compiled code is checked against):
+
+* **f32** ops compute in float32 (reductions and products accumulate in
+  float32; the order of accumulation is unspecified, so comparisons use a
+  tolerance).
+* **f16** ops compute in float32 and round to float16 **once, at the end of
+  each op**: operands are widened to float32, the op is evaluated as for f32,
+  and the result is rounded to nearest-even float16.  A dense layer over f16
+  therefore accumulates in float32, as fp16 GEMMs with fp32 accumulation do.
+* **i32/i64** ops compute in their own type; overflow wraps (two's
+  complement), as numpy does for arrays.
+* IEEE special values propagate silently (no warnings, no errors): ``relu``,
+  ``maximum``, ``minimum``, ``clip`` and ``max_pool2d`` propagate NaN;
+  ``sqrt`` of a negative number is NaN; ``cast`` follows numpy ``astype``
+  (floats to integers truncate toward zero; NaN/inf to integers are
+  undefined).
+* Every result has exactly the op's result shape and numpy dtype.
+
+Everything is vectorised: conv2d is im2col (``sliding_window_view``) plus one
+batched matmul over groups; pooling loops over the window offsets, never over
+pixels.  A full ResNet-18 at 1×3×224×224 interprets in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from ember.dialects.graph import (
+    OPS_BY_NAME,
+    GraphOp,
+    TransposeOp,
+    dense_to_array,
+    numpy_dtype,
+    type_str,
+)
+from ember.errors import EmberError
+
+__all__ = [
+    "REFERENCE_IMPLS",
+    "InterpretError",
+    "RefImpl",
+    "evaluate",
+    "has_reference",
+]
+
+
+class InterpretError(EmberError, ValueError):
+    """The reference interpreter was given something it cannot run.
+
+    Raised for a wrong entry function, wrong arguments, an op without a
+    reference implementation, or an op that failed while running.
+    """
+
+
+RefImpl = Callable[[Sequence[np.ndarray], Mapping[str, Any], TensorType], np.ndarray]
+"""A reference implementation: ``(inputs, decoded attributes, result type)``.
+
+Inputs are already widened (f16 → f32); the caller rounds the value it
+returns to the result dtype (see :func:`evaluate`).
+"""
+
+# Above this many float32 elements, conv2d's im2col buffer is built one batch
+# slice at a time, so large batches do not need gigabytes of scratch memory.
+_IM2COL_ELEMENT_LIMIT = 32 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+
+def _f32(value: float) -> np.float32:
+    """A float32 scalar, so that attributes never promote a computation to f64."""
+    return np.float32(value)
+
+
+def _result_shape(result_type: TensorType) -> tuple[int, ...]:
+    return tuple(result_type.get_shape())
+
+
+def _along_axis(vector: np.ndarray, axis: int, rank: int) -> np.ndarray:
+    """Reshape a 1-D ``vector`` so it broadcasts along ``axis`` of a rank-``rank`` array."""
+    shape = [1] * rank
+    shape[axis % rank] = vector.shape[0]
+    return vector.reshape(shape)
+
+
+def _pad_hw(data: np.ndarray, padding: Sequence[int], fill: float = 0.0) -> np.ndarray:
+    """Pad the H and W axes of NCHW data by ``[top, left, bottom, right]``."""
+    top, left, bottom, right = padding
+    if not any(padding):
+        return data
+    return np.pad(
+        data,
+        ((0, 0), (0, 0), (top, bottom), (left, right)),
+        mode="constant",
+        constant_values=fill,
+    )
+
+
+def _window_slices(
+    kh: int, kw: int, strides: Sequence[int], out_hw: Sequence[int]
+) -> list[tuple[slice, slice]]:
+    """For each window offset (i, j), the H/W slices of a padded input that
+    hold element (i, j) of every output window; used by the pools."""
+    sh, sw = strides
+    oh, ow = out_hw
+    return [
+        (
+            slice(i, i + sh * (oh - 1) + 1, sh),
+            slice(j, j + sw * (ow - 1) + 1, sw),
+        )
+        for i in range(kh)
+        for j in range(kw)
+    ]
+
+
+# --------------------------------------------------------------------------
+# Convolution and dense algebra
+# --------------------------------------------------------------------------
+
+
+def _conv2d(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    """NCHW × OIHW convolution as im2col + one batched matmul over groups."""
+    data, weight = inputs
+    groups = attrs["groups"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilation"]
+    n, _, oh, ow = _result_shape(result_type)
+    out_channels, group_channels, kh, kw = weight.shape
+    group_out = out_channels // groups
+    reduction = group_channels * kh * kw
+
+    padded = _pad_hw(data, attrs["padding"])
+    extent = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+    # windows[n, c, y, x, i, j] = padded[n, c, y*sh + i*dh, x*sw + j*dw] (a view)
+    windows = sliding_window_view(padded, extent, axis=(2, 3))
+    windows = windows[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :oh, :ow]
+    # Split C into (groups, channels per group): still a view.
+    windows = windows.reshape(n, groups, group_channels, oh, ow, kh, kw)
+    kernel = weight.reshape(groups, group_out, reduction)
+
+    per_image = groups * reduction * oh * ow
+    batch_chunk = max(1, _IM2COL_ELEMENT_LIMIT // max(per_image, 1))
+    out = np.empty((n, groups, group_out, oh, ow), dtype=np.result_type(data, weight))
+    for start in range(0, n, batch_chunk):
+        stop = min(n, start + batch_chunk)
+        chunk = stop - start
+        # cols[g, (c, i, j), (n, y, x)]: the copy that makes the matmul contiguous.
+        cols = (
+            windows[start:stop]
+            .transpose(1, 2, 5, 6, 0, 3, 4)
+            .reshape(groups, reduction, chunk * oh * ow)
+        )
+        product = np.matmul(kernel, cols)  # (groups, group_out, chunk*oh*ow)
+        out[start:stop] = product.reshape(groups, group_out, chunk, oh, ow).transpose(
+            2, 0, 1, 3, 4
+        )
+    return out.reshape(n, out_channels, oh, ow)
+
+
+def _dense(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data, weight = inputs
+    return np.matmul(data, weight.T)
+
+
+def _matmul(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    lhs, rhs = inputs
+    return np.matmul(lhs, rhs)
+
+
+def _bias_add(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data, bias = inputs
+    return data + _along_axis(bias, attrs["axis"], data.ndim)
+
+
+def _batch_norm(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data, gamma, beta, mean, var = inputs
+    axis, rank = attrs["axis"], data.ndim
+    std = np.sqrt(_along_axis(var, axis, rank) + _f32(attrs["epsilon"]))
+    normalized = (data - _along_axis(mean, axis, rank)) / std
+    return normalized * _along_axis(gamma, axis, rank) + _along_axis(beta, axis, rank)
+
+
+# --------------------------------------------------------------------------
+# Elementwise
+# --------------------------------------------------------------------------
+
+
+def _sigmoid_stable(x: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-x))`` without overflowing ``exp`` for large ``|x|``."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> RefImpl:
+    def run(
+        inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+    ) -> np.ndarray:
+        return fn(inputs[0])
+
+    return run
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> RefImpl:
+    def run(
+        inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+    ) -> np.ndarray:
+        return fn(inputs[0], inputs[1])
+
+    return run
+
+
+def _clip(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    return np.clip(inputs[0], _f32(attrs["min"]), _f32(attrs["max"]))
+
+
+def _softmax(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    x = inputs[0]
+    axis = attrs["axis"]
+    # Subtracting the maximum keeps exp() finite; the value is unchanged.
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+# --------------------------------------------------------------------------
+# Pooling
+# --------------------------------------------------------------------------
+
+
+def _max_pool2d(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    # Padding with -inf means padding never wins the max (every window holds
+    # at least one real element, which the verifier guarantees).
+    padded = _pad_hw(inputs[0], attrs["padding"], fill=-np.inf)
+    kh, kw = attrs["pool_size"]
+    _, _, oh, ow = _result_shape(result_type)
+    out: np.ndarray | None = None
+    for rows, cols in _window_slices(kh, kw, attrs["strides"], (oh, ow)):
+        window = padded[:, :, rows, cols]
+        out = window.copy() if out is None else np.maximum(out, window, out=out)
+    assert out is not None  # pool_size is positive (verified)
+    return out
+
+
+def _avg_pool2d(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    padding = attrs["padding"]
+    kh, kw = attrs["pool_size"]
+    _, _, oh, ow = _result_shape(result_type)
+    slices = _window_slices(kh, kw, attrs["strides"], (oh, ow))
+    padded = _pad_hw(data, padding)
+    total = np.zeros(_result_shape(result_type), dtype=data.dtype)
+    for rows, cols in slices:
+        total += padded[:, :, rows, cols]
+    if attrs["count_include_pad"]:
+        return total / _f32(kh * kw)
+    # The divisor is the number of real (unpadded) elements in each window.
+    ones = _pad_hw(np.ones((1, 1) + data.shape[2:], dtype=data.dtype), padding)
+    count = np.zeros((1, 1, oh, ow), dtype=data.dtype)
+    for rows, cols in slices:
+        count += ones[:, :, rows, cols]
+    return total / count
+
+
+def _global_avg_pool2d(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    return data.mean(axis=(2, 3), keepdims=True, dtype=data.dtype)
+
+
+# --------------------------------------------------------------------------
+# Layout and data movement
+# --------------------------------------------------------------------------
+
+
+def _reshape_to_result(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    """batch_flatten and reshape: row-major reinterpretation to the result shape."""
+    return inputs[0].reshape(_result_shape(result_type)).copy()
+
+
+def _transpose(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    return data.transpose(TransposeOp.normalized_axes(attrs["axes"], data.ndim)).copy()
+
+
+def _concatenate(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    return np.concatenate(list(inputs), axis=attrs["axis"])
+
+
+def _cast(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    return inputs[0].astype(numpy_dtype(result_type.element_type))
+
+
+def _constant(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    return dense_to_array(attrs["value"])
+
+
+# --------------------------------------------------------------------------
+# The table and the entry point
+# --------------------------------------------------------------------------
+
+REFERENCE_IMPLS: dict[str, RefImpl] = {
+    "graph.conv2d": _conv2d,
+    "graph.dense": _dense,
+    "graph.matmul": _matmul,
+    "graph.bias_add": _bias_add,
+    "graph.batch_norm": _batch_norm,
+    "graph.relu": _unary(lambda x: np.maximum(x, x.dtype.type(0))),
+    "graph.sigmoid": _unary(_sigmoid_stable),
+    "graph.tanh": _unary(np.tanh),
+    "graph.exp": _unary(np.exp),
+    "graph.sqrt": _unary(np.sqrt),
+    "graph.negative": _unary(np.negative),
+    "graph.clip": _clip,
+    "graph.add": _binary(np.add),
+    "graph.subtract": _binary(np.subtract),
+    "graph.multiply": _binary(np.multiply),
+    "graph.divide": _binary(np.divide),
+    "graph.maximum": _binary(np.maximum),
+    "graph.minimum": _binary(np.minimum),
+    "graph.softmax": _softmax,
+    "graph.max_pool2d": _max_pool2d,
+    "graph.avg_pool2d": _avg_pool2d,
+    "graph.global_avg_pool2d": _global_avg_pool2d,
+    "graph.batch_flatten": _reshape_to_result,
+    "graph.reshape": _reshape_to_result,
+    "graph.transpose": _transpose,
+    "graph.concatenate": _concatenate,
+    "graph.cast": _cast,
+    "graph.constant": _constant,
+}
+"""Op name → reference implementation, for every op in ``GRAPH_OPS``."""
+
+
+def has_reference(op: Operation) -> bool:
+    """Whether :func:`evaluate` can compute ``op``."""
+    return isinstance(op, GraphOp) and op.name in REFERENCE_IMPLS
+
+
+def _widen(array: np.ndarray) -> np.ndarray:
+    """f16 operands are computed in f32 (see the module docstring)."""
+    return array.astype(np.float32) if array.dtype == np.float16 else array
+
+
+def _check_inputs(op: GraphOp, inputs: Sequence[np.ndarray]) -> None:
+    if len(inputs) != len(op.operands):
+        raise InterpretError(
+            f"{op.name}: expected {len(op.operands)} inputs, got {len(inputs)}"
+        )
+    for i, (value, operand) in enumerate(zip(inputs, op.operands)):
+        t = operand.type
+        assert isinstance(t, TensorType)  # graph op operands are verified tensors
+        shape, dtype = tuple(t.get_shape()), numpy_dtype(t.element_type)
+        if (
+            not isinstance(value, np.ndarray)
+            or value.shape != shape
+            or value.dtype != dtype
+        ):
+            got = (
+                f"array of shape {value.shape} and dtype {value.dtype}"
+                if isinstance(value, np.ndarray)
+                else type(value).__name__
+            )
+            raise InterpretError(
+                f"{op.name}: input {i} must be an array of shape {shape} and "
+                f"dtype {dtype} ({type_str(t)}), got {got}"
+            )
+
+
+def evaluate(op: Operation, inputs: Sequence[np.ndarray]) -> np.ndarray:
+    """Compute graph op ``op`` on numpy ``inputs`` (one per operand).
+
+    Uses the op's attributes (defaults filled in) and its result type.  The
+    result is a new array, sharing no memory with the inputs, with exactly the
+    result type's shape and dtype.  Raises :class:`InterpretError` for an op without
+    a reference implementation or inputs that do not match the operand types.
+    """
+    impl = REFERENCE_IMPLS.get(op.name) if isinstance(op, GraphOp) else None
+    if impl is None:
+        known = ", ".join(sorted(REFERENCE_IMPLS))
+        raise InterpretError(
+            f"no reference implementation for op '{op.name}' (known: {known})"
+        )
+    assert isinstance(op, GraphOp)
+    _check_inputs(op, inputs)
+    result_type = op.results[0].type
+    assert isinstance(result_type, TensorType)  # verified
+    # IEEE semantics are the definition: overflow to inf, NaN from invalid
+    # operations, and undefined float-to-int casts are results, not warnings.
+    with np.errstate(all="ignore"):
+        value = impl([_widen(x) for x in inputs], op.attr_values(), result_type)
+        return _finish(op, np.asarray(value), result_type)
+
+
+def _finish(op: Operation, value: np.ndarray, result_type: TensorType) -> np.ndarray:
+    """Round to the result dtype (the one f16 rounding) and check the shape."""
+    dtype = numpy_dtype(result_type.element_type)
+    if value.dtype != dtype:
+        value = value.astype(dtype)
+    shape = tuple(result_type.get_shape())
+    if value.shape != shape:
+        # A reference implementation disagreeing with infer_type is an ember bug.
+        raise InterpretError(
+            f"{op.name}: reference implementation produced shape {value.shape}, "
+            f"but the result type is {type_str(result_type)}"
+        )
+    return value
+
+
+def _check_table_complete() -> None:
+    """Every graph op has a definition (checked at import, cheaply)."""
+    missing = sorted(set(OPS_BY_NAME) - set(REFERENCE_IMPLS))
+    if missing:
+        raise ImportError(f"graph ops without a reference implementation: {missing}")
+
+
+_check_table_complete()
