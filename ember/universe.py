@@ -21,7 +21,13 @@ def _graph() -> Dialect:
     return Graph
 
 
-EMBER_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph}
+def _kernel() -> Dialect:
+    from ember.dialects.kernel import Kernel
+
+    return Kernel
+
+
+EMBER_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "kernel": _kernel}
 
 
 def _passes() -> dict[str, Callable[[], type[ModulePass]]]:

@@ -2,12 +2,26 @@
 
 ``PASSES`` maps the command-line name (kebab-case) to a function that imports
 the pass class, as xDSL's own registry does, so listing passes is cheap.
+Add a pass with one line: ``"my-pass": _lazy("my_pass", "MyPass"),``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
-PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+
+def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    """A function importing ``ember.passes.<module>.<cls>`` on first use."""
+
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(f"ember.passes.{module}"), cls)
+
+    return load
+
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "lower-kernel-to-llvm": _lazy("lower_kernel_to_llvm", "LowerKernelToLLVMPass"),
+}

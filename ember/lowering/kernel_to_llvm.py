@@ -1,0 +1,466 @@
+"""Kernels to the xDSL ``llvm`` dialect: loops become branches, memrefs pointers.
+
+Each kernel ``func.func @k(%A: memref<…>, …) attributes {kernel.kernel}``
+becomes ``llvm.func @k(!llvm.ptr {llvm.noalias}, …)`` returning nothing, ready
+for ``xdsl.backend.llvm.convert.convert_module``.  This is the job MLIR splits
+over ``convert-scf-to-cf``, ``finalize-memref-to-llvm`` and
+``convert-arith-to-llvm``; xDSL has none of them (its JIT shells out to
+``mlir-opt``), and kernels are a small, structured subset, so one translator
+walks each kernel once and emits LLVM ops in order.
+
+What it relies on, and why the code LLVM gets vectorises:
+
+* Shapes are static and layouts row-major, so an access ``%A[%i, %j]`` is
+  ``gep inbounds f32, %A, (%i * stride + %j)`` with constant strides, and
+  ``index`` is ``i64`` (no sign extensions in address arithmetic).
+* Kernel buffers never alias (destination passing with distinct buffers, as
+  TensorIR's ``tir.noalias``): every pointer argument is ``noalias``.
+* Float arithmetic carries the ``fast`` flags, so LLVM may reassociate
+  reductions (needed to vectorise them) and contract to FMA.  NaN/inf
+  semantics are therefore not preserved; ``arith.maximumf`` is a
+  compare-and-select.
+* Loops are emitted rotated (``do { … } while (++i < ub)``), as LLVM's own
+  loop-rotate would make them, since every emitted loop runs at least once
+  (an empty loop is not emitted at all).
+* ``kernel.block`` disappears: its variables are the values they are bound
+  to.  ``kernel.init`` becomes a branch taken when all reduction variables
+  are 0; LLVM unswitches or peels it out of the loops.
+* ``memref.alloc`` is an aligned ``alloca`` in the entry block up to
+  ``STACK_LIMIT_BYTES`` and ``malloc``/``free`` beyond; ``memref.dealloc`` is
+  implied at return.
+
+Loop kinds ``serial``, ``vectorized`` and ``unrolled`` all become plain loops:
+LLVM's vectoriser and unroller decide (xDSL's translator cannot attach loop
+metadata).  ``parallel`` loops become plain loops too — running them on
+several cores (GOMP) is not done yet.  GPU-bound loops are an error here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from math import prod
+
+from xdsl.dialects import arith, func, llvm, memref
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from ember.dialects.kernel import (
+    BlockOp,
+    ForOp,
+    InitOp,
+    check_kernel_signature,
+    kernel_functions,
+)
+from ember.errors import PassError
+from ember.ir import describe_op
+
+STACK_LIMIT_BYTES = 128 * 1024
+"""Temporaries up to this size live on the stack; larger ones are malloc'd."""
+
+BUFFER_ALIGNMENT = 64
+"""Alignment of temporaries: a cache line, enough for any vector load."""
+
+FAST = llvm.FastMathAttr("fast")
+NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+PTR = llvm.LLVMPointerType()
+
+_FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
+
+
+def _scalar_type(t: Attribute) -> Attribute:
+    """The LLVM type of a kernel scalar: ``index`` is ``i64``."""
+    return i64 if isinstance(t, IndexType) else t
+
+
+_FLOAT_BINARY: dict[type[Operation], type[llvm.AbstractFloatArithOp]] = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+}
+
+_INT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.DivSIOp: llvm.SDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+}
+
+_MATH_INTRINSICS: dict[type[Operation], type[Operation]] = {
+    xmath.ExpOp: llvm.FExpOp,
+    xmath.SqrtOp: llvm.FSqrtOp,
+    xmath.LogOp: llvm.FLogOp,
+    xmath.AbsFOp: llvm.FAbsOp,
+    xmath.FloorOp: llvm.FFloorOp,
+    xmath.CeilOp: llvm.FCeilOp,
+}
+
+_LIBM_CALLS: dict[type[Operation], str] = {xmath.TanhOp: "tanh"}
+"""Math ops with no LLVM intrinsic: called from the C library (``tanhf``…)."""
+
+_LIBM_SUFFIX: dict[type[Attribute], str] = {Float32Type: "f", Float64Type: ""}
+
+
+@dataclass
+class _KernelTranslator:
+    """Translates one kernel into one ``llvm.func``; touches nothing else."""
+
+    kernel: func.FuncOp
+    externals: dict[str, llvm.LLVMFunctionType]
+    values: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    region: Region = field(default_factory=Region)
+    entry: Block = field(init=False)
+    block: Block = field(init=False)
+    heap_buffers: list[SSAValue] = field(default_factory=list)
+
+    def translate(self) -> llvm.FuncOp:
+        try:
+            arg_types = check_kernel_signature(self.kernel)
+        except VerifyException as e:
+            raise PassError(f"lower-kernel-to-llvm: {e}") from None
+        for t in arg_types:
+            self._check_layout(t, f"argument of type {t}")
+        self.entry = Block(arg_types=[PTR] * len(arg_types))
+        self.region.add_block(self.entry)
+        self.block = self.entry
+        for old, new in zip(self.kernel.args, self.entry.args):
+            new.name_hint = old.name_hint  # keeps the lowered IR readable
+            self.values[old] = new
+        self._lower_ops(self.kernel.body.block.ops)
+        noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+        return llvm.FuncOp(
+            self.kernel.sym_name.data,
+            llvm.LLVMFunctionType([PTR] * len(arg_types)),
+            linkage=llvm.LinkageAttr("external"),
+            body=self.region,
+            other_props={"arg_attrs": ArrayAttr([noalias] * len(arg_types))},
+        )
+
+    # -- helpers -----------------------------------------------------------
+
+    def _append(self, op: Operation) -> None:
+        self.block.add_op(op)
+
+    def _emit(self, op: Operation) -> SSAValue:
+        """Append an op with one result and return that result."""
+        self.block.add_op(op)
+        return op.results[0]
+
+    def _const(self, value: float, t: Attribute) -> SSAValue:
+        attr = FloatAttr(value, t) if isinstance(t, _FLOAT_TYPES) else IntegerAttr(value, t)
+        return self._emit(llvm.ConstantOp(attr, t))
+
+    def _fail(self, op: Operation, why: str) -> PassError:
+        return PassError(
+            f"lower-kernel-to-llvm: cannot lower {op.name} in kernel "
+            f"@{self.kernel.sym_name.data}: {why}\n{describe_op(op)}"
+        )
+
+    def _check_layout(self, t: Attribute, what: str, op: Operation | None = None) -> MemRefType:
+        if (
+            not isinstance(t, MemRefType)
+            or not isinstance(t.layout, NoneAttr)
+            or any(d < 0 for d in t.get_shape())
+        ):
+            message = f"{what}: only statically shaped row-major memrefs are supported"
+            if op is not None:
+                raise self._fail(op, message)
+            raise PassError(f"lower-kernel-to-llvm: kernel @{self.kernel.sym_name.data}: {message}")
+        return t
+
+    def _lower_ops(self, ops: Sequence[Operation] | object) -> None:
+        for op in ops:  # type: ignore[attr-defined]
+            handler = _HANDLERS.get(type(op))
+            if handler is not None:
+                handler(self, op)
+            elif type(op) in _FLOAT_BINARY:
+                self._lower_float_binary(op)
+            elif type(op) in _INT_BINARY:
+                self._lower_int_binary(op)
+            elif type(op) in _MATH_INTRINSICS:
+                self._lower_math_intrinsic(op)
+            elif type(op) in _LIBM_CALLS:
+                self._lower_libm_call(op)
+            else:
+                raise self._fail(op, "no lowering for this op")
+
+    def _operand(self, value: SSAValue) -> SSAValue:
+        return self.values[value]
+
+    # -- structure ---------------------------------------------------------
+
+    def _lower_for(self, op: ForOp) -> None:
+        if op.kind.data.startswith("gpu."):
+            raise self._fail(op, f"a loop bound to {op.kind.data} needs the CUDA backend")
+        if op.trip_count == 0:
+            return
+        body = Block(arg_types=[i64])
+        body.args[0].name_hint = op.induction_var.name_hint
+        self._append(llvm.BrOp(body, self._const(op.lb, i64)))
+        self.region.add_block(body)
+        self.block = body
+        self.values[op.induction_var] = body.args[0]
+        self._lower_ops(op.body.block.ops)
+        step = self._const(op.step_value, i64)
+        following = self._emit(llvm.AddOp(body.args[0], step, overflow=NSW))
+        more = self._emit(
+            llvm.ICmpOp(following, self._const(op.ub, i64), IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))
+        )
+        exit_block = Block()
+        self._append(llvm.CondBrOp(more, body, [following], exit_block, []))
+        self.region.add_block(exit_block)
+        self.block = exit_block
+
+    def _lower_block(self, op: BlockOp) -> None:
+        self.values.update(zip(op.iter_vars, (self._operand(b) for b in op.bindings)))
+        init = op.init
+        if init is not None:
+            self._lower_init(op, init)
+        self._lower_ops(o for o in op.body.block.ops if o is not init)
+
+    def _lower_init(self, block: BlockOp, init: InitOp) -> None:
+        zero = self._const(0, i64)
+        eq = IntegerAttr(llvm.ICmpPredicateFlag.EQ.to_int(), i64)
+        first: SSAValue | None = None
+        for var in block.reduce_vars:
+            is_zero = self._emit(llvm.ICmpOp(self._operand(var), zero, eq))
+            first = is_zero if first is None else self._emit(llvm.AndOp(first, is_zero))
+        assert first is not None  # the verifier requires a reduce variable
+        then_block, after = Block(), Block()
+        self._append(llvm.CondBrOp(first, then_block, [], after, []))
+        self.region.add_block(then_block)
+        self.block = then_block
+        self._lower_ops(init.body.block.ops)
+        self._append(llvm.BrOp(after))
+        self.region.add_block(after)
+        self.block = after
+
+    def _lower_return(self, op: func.ReturnOp) -> None:
+        if op.arguments:
+            raise self._fail(op, "kernels return nothing")
+        for buffer in self.heap_buffers:
+            self._append(llvm.CallOp("free", buffer))
+            self.externals["free"] = llvm.LLVMFunctionType([PTR])
+        self._append(llvm.ReturnOp())
+
+    # -- memory ------------------------------------------------------------
+
+    def _address(self, op: memref.LoadOp | memref.StoreOp) -> SSAValue:
+        t = self._check_layout(op.memref.type, f"access to {op.memref.type}", op)
+        shape = t.get_shape()
+        strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
+        offset: SSAValue | None = None
+        for index, stride in zip(op.indices, strides):
+            term = self._operand(index)
+            if stride != 1:
+                term = self._emit(llvm.MulOp(term, self._const(stride, i64), overflow=NSW))
+            offset = term if offset is None else self._emit(llvm.AddOp(offset, term, overflow=NSW))
+        if offset is None:  # a rank-0 memref
+            offset = self._const(0, i64)
+        return self._emit(
+            llvm.GEPOp(
+                self._operand(op.memref),
+                [llvm.GEP_USE_SSA_VAL],
+                t.get_element_type(),
+                ssa_indices=[offset],
+                inbounds=True,
+            )
+        )
+
+    def _lower_load(self, op: memref.LoadOp) -> None:
+        address = self._address(op)
+        self.values[op.res] = self._emit(llvm.LoadOp(address, op.res.type))
+
+    def _lower_store(self, op: memref.StoreOp) -> None:
+        address = self._address(op)
+        self._append(llvm.StoreOp(self._operand(op.value), address))
+
+    def _lower_alloc(self, op: memref.AllocOp) -> None:
+        t = self._check_layout(op.memref.type, f"allocation of {op.memref.type}", op)
+        elem = t.get_element_type()
+        count = prod(t.get_shape())
+        size_bytes = count * _byte_width(elem)
+        if size_bytes <= STACK_LIMIT_BYTES:
+            # In the entry block, so that a loop around the alloc does not grow the stack.
+            size = llvm.ConstantOp(IntegerAttr(count, i64), i64)
+            alloca = llvm.AllocaOp(size, elem, alignment=BUFFER_ALIGNMENT)
+            terminator = self.entry.last_op
+            if self.block is self.entry or terminator is None:
+                self._append(size)
+                self.values[op.memref] = self._emit(alloca)
+            else:
+                self.entry.insert_ops_before([size, alloca], terminator)
+                self.values[op.memref] = alloca.results[0]
+            return
+        nbytes = self._const(size_bytes, i64)
+        call = llvm.CallOp("malloc", nbytes, return_type=PTR)
+        self.externals["malloc"] = llvm.LLVMFunctionType([i64], PTR)
+        pointer = self._emit(call)
+        self.heap_buffers.append(pointer)
+        self.values[op.memref] = pointer
+
+    def _lower_dealloc(self, op: memref.DeallocOp) -> None:
+        """Buffers are freed at return (heap) or with the frame (stack)."""
+
+    # -- scalars -----------------------------------------------------------
+
+    def _lower_constant(self, op: arith.ConstantOp) -> None:
+        t = _scalar_type(op.result.type)
+        value = op.value
+        if isinstance(value, IntegerAttr | FloatAttr):
+            self.values[op.result] = self._const(value.value.data, t)
+        else:
+            raise self._fail(op, "only scalar integer and float constants are supported")
+
+    def _lower_float_binary(self, op: Operation) -> None:
+        lhs, rhs = (self._operand(v) for v in op.operands)
+        self.values[op.results[0]] = self._emit(_FLOAT_BINARY[type(op)](lhs, rhs, FAST))
+
+    def _lower_int_binary(self, op: Operation) -> None:
+        lhs, rhs = (self._operand(v) for v in op.operands)
+        llvm_type = _INT_BINARY[type(op)]
+        if llvm_type in (llvm.AddOp, llvm.SubOp, llvm.MulOp):
+            new = llvm_type(lhs, rhs, overflow=NSW)  # type: ignore[call-arg]
+        else:
+            new = llvm_type(lhs, rhs)  # type: ignore[call-arg]
+        self.values[op.results[0]] = self._emit(new)
+
+    def _lower_negf(self, op: arith.NegfOp) -> None:
+        self.values[op.result] = self._emit(llvm.FNegOp(self._operand(op.operand), FAST))
+
+    def _lower_min_max(self, op: arith.MaximumfOp | arith.MinimumfOp) -> None:
+        lhs, rhs = self._operand(op.lhs), self._operand(op.rhs)
+        predicate = "ogt" if isinstance(op, arith.MaximumfOp) else "olt"
+        pick_lhs = self._emit(llvm.FCmpOp(lhs, rhs, predicate))
+        self.values[op.result] = self._emit(llvm.SelectOp(pick_lhs, lhs, rhs))
+
+    def _lower_cmpf(self, op: arith.CmpfOp) -> None:
+        # arith and llvm number float predicates alike (false, oeq, ogt, …).
+        predicate = IntegerAttr(op.predicate.value.data, i64)
+        lhs, rhs = self._operand(op.lhs), self._operand(op.rhs)
+        self.values[op.result] = self._emit(llvm.FCmpOp(lhs, rhs, predicate))
+
+    def _lower_cmpi(self, op: arith.CmpiOp) -> None:
+        # arith and llvm number integer predicates alike (eq, ne, slt, …).
+        predicate = IntegerAttr(op.predicate.value.data, i64)
+        lhs, rhs = self._operand(op.lhs), self._operand(op.rhs)
+        self.values[op.result] = self._emit(llvm.ICmpOp(lhs, rhs, predicate))
+
+    def _lower_select(self, op: arith.SelectOp) -> None:
+        cond, lhs, rhs = (self._operand(v) for v in op.operands)
+        self.values[op.result] = self._emit(llvm.SelectOp(cond, lhs, rhs))
+
+    def _lower_index_cast(self, op: arith.IndexCastOp) -> None:
+        source = self._operand(op.input)
+        source_width = _int_width(_scalar_type(op.input.type))
+        target_type = _scalar_type(op.result.type)
+        target_width = _int_width(target_type)
+        if source_width == target_width:
+            self.values[op.result] = source
+        elif source_width > target_width:
+            self.values[op.result] = self._emit(llvm.TruncOp(source, target_type))
+        else:
+            self.values[op.result] = self._emit(llvm.SExtOp(source, target_type))
+
+    def _lower_cast(self, op: Operation) -> None:
+        casts: dict[type[Operation], type[Operation]] = {
+            arith.SIToFPOp: llvm.SIToFPOp,
+            arith.ExtFOp: llvm.FPExtOp,
+            arith.TruncFOp: llvm.FPTruncOp,
+        }
+        source = self._operand(op.operands[0])
+        self.values[op.results[0]] = self._emit(casts[type(op)](source, op.results[0].type))  # type: ignore[call-arg]
+
+    def _lower_math_intrinsic(self, op: Operation) -> None:
+        new = _MATH_INTRINSICS[type(op)].create(
+            operands=[self._operand(op.operands[0])],
+            result_types=[op.results[0].type],
+            properties={"fastmathFlags": llvm.FastMathAttr(None)},
+        )
+        self.values[op.results[0]] = self._emit(new)
+
+    def _lower_libm_call(self, op: Operation) -> None:
+        t = op.results[0].type
+        suffix = _LIBM_SUFFIX.get(type(t))
+        if suffix is None:
+            raise self._fail(op, f"no C library function for {t}")
+        name = _LIBM_CALLS[type(op)] + suffix
+        self.externals[name] = llvm.LLVMFunctionType([t], t)
+        call = llvm.CallOp(name, self._operand(op.operands[0]), return_type=t)
+        self.values[op.results[0]] = self._emit(call)
+
+
+def _int_width(t: Attribute) -> int:
+    assert isinstance(t, IntegerType)
+    return t.width.data
+
+
+def _byte_width(t: Attribute) -> int:
+    if isinstance(t, IntegerType):
+        return max(1, t.width.data // 8)
+    return {Float16Type: 2, Float32Type: 4, Float64Type: 8}[type(t)]
+
+
+_HANDLERS: dict[type[Operation], Callable[[_KernelTranslator, Operation], None]] = {
+    ForOp: _KernelTranslator._lower_for,  # type: ignore[dict-item]
+    BlockOp: _KernelTranslator._lower_block,  # type: ignore[dict-item]
+    func.ReturnOp: _KernelTranslator._lower_return,  # type: ignore[dict-item]
+    memref.LoadOp: _KernelTranslator._lower_load,  # type: ignore[dict-item]
+    memref.StoreOp: _KernelTranslator._lower_store,  # type: ignore[dict-item]
+    memref.AllocOp: _KernelTranslator._lower_alloc,  # type: ignore[dict-item]
+    memref.DeallocOp: _KernelTranslator._lower_dealloc,  # type: ignore[dict-item]
+    arith.ConstantOp: _KernelTranslator._lower_constant,  # type: ignore[dict-item]
+    arith.NegfOp: _KernelTranslator._lower_negf,  # type: ignore[dict-item]
+    arith.MaximumfOp: _KernelTranslator._lower_min_max,  # type: ignore[dict-item]
+    arith.MinimumfOp: _KernelTranslator._lower_min_max,  # type: ignore[dict-item]
+    arith.CmpfOp: _KernelTranslator._lower_cmpf,  # type: ignore[dict-item]
+    arith.CmpiOp: _KernelTranslator._lower_cmpi,  # type: ignore[dict-item]
+    arith.SelectOp: _KernelTranslator._lower_select,  # type: ignore[dict-item]
+    arith.IndexCastOp: _KernelTranslator._lower_index_cast,  # type: ignore[dict-item]
+    arith.SIToFPOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
+    arith.ExtFOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
+    arith.TruncFOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
+}
+
+
+def lower_kernels_to_llvm(module: ModuleOp) -> None:
+    """Replace every kernel of ``module`` by its ``llvm.func``, in place.
+
+    Every kernel is translated before the module is changed, so a kernel that
+    cannot be lowered raises :class:`PassError` and leaves the module as it
+    was.  C library functions the kernels call are declared once.
+    """
+    externals: dict[str, llvm.LLVMFunctionType] = {}
+    kernels = kernel_functions(module)
+    lowered = [_KernelTranslator(k, externals).translate() for k in kernels]
+    for kernel, replacement in zip(kernels, lowered):
+        module.body.block.insert_op_before(replacement, kernel)
+        module.body.block.erase_op(kernel)
+    declared = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
+    for name, signature in sorted(externals.items()):
+        if name not in declared:
+            module.body.block.add_op(
+                llvm.FuncOp(name, signature, linkage=llvm.LinkageAttr("external"))
+            )

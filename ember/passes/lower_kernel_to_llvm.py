@@ -1,0 +1,28 @@
+"""``lower-kernel-to-llvm``: kernels become ``llvm.func`` over raw pointers.
+
+The pass form of :func:`ember.lowering.kernel_to_llvm.lower_kernels_to_llvm`
+(MLIR's ``convert-scf-to-cf`` + ``finalize-memref-to-llvm`` +
+``convert-arith-to-llvm``, for ember's kernel dialect).  Functions that are
+not kernels are left as they are.  A kernel that cannot be lowered fails the
+pass with a diagnostic naming the op, before any kernel is changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
+
+
+@dataclass(frozen=True)
+class LowerKernelToLLVMPass(ModulePass):
+    """Lower every ``kernel.kernel`` function to the xDSL ``llvm`` dialect."""
+
+    name = "lower-kernel-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_kernels_to_llvm(op)

@@ -1,0 +1,116 @@
+// RUN: ember-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 step 0 {
+  }
+  func.return
+}
+
+// CHECK: kernel.for %i: step must be positive, got 0
+
+// -----
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 8 to 4 {
+  }
+  func.return
+}
+
+// CHECK: kernel.for %i: lower bound 8 is greater than upper bound 4
+
+// -----
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 sideways {
+  }
+  func.return
+}
+
+// CHECK: kernel.for %i: unknown loop kind 'sideways', expected one of serial, parallel, vectorized, unrolled, gpu.block.x
+
+// -----
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 {
+    kernel.for %k = 0 to 4 {
+      kernel.block "Y" (%vi = spatial %i, %vk = reduce %k) {
+        %c = arith.constant 0.0 : f32
+        memref.store %c, %Y[%vk] : memref<4xf32>
+      }
+    }
+  }
+  func.return
+}
+
+// CHECK: kernel.block "Y": memref.store into %Y is indexed by reduce variable %vk; a reduction block may index what it writes only by spatial variables
+
+// -----
+
+func.func @k(%Y: memref<4x4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 {
+    kernel.for %k = 0 to 4 {
+      kernel.block "Y" (%vi = spatial %i, %vk = reduce %k) {
+        kernel.init {
+          %c = arith.constant 0.0 : f32
+          memref.store %c, %Y[%vi, %vk] : memref<4x4xf32>
+        }
+      }
+    }
+  }
+  func.return
+}
+
+// CHECK: kernel.block "Y": kernel.init uses reduce variable %vk in memref.store; the init region may use only spatial variables
+
+// -----
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 {
+    kernel.block "Y" (%vi = spatial %i) {
+      kernel.init {
+      }
+    }
+  }
+  func.return
+}
+
+// CHECK: kernel.block "Y": kernel.init needs at least one reduce iteration variable
+
+// -----
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 {
+    kernel.for %k = 0 to 4 {
+      kernel.block "Y" (%vi = spatial %i, %vk = reduce %k) {
+        %c = arith.constant 0.0 : f32
+        kernel.init {
+        }
+      }
+    }
+  }
+  func.return
+}
+
+// CHECK: kernel.block "Y": kernel.init must be the first op, and only once
+
+// -----
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.init {
+  }
+  func.return
+}
+
+// CHECK: kernel.init must be directly inside a kernel.block
+
+// -----
+
+func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = -2 to 4 {
+    kernel.block "Y" (%vi = spatial %i) {
+    }
+  }
+  func.return
+}
+
+// CHECK: kernel.block "Y": %vi is bound to %i, whose loop starts at -2; iteration variables range from 0

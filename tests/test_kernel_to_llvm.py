@@ -1,0 +1,217 @@
+"""Kernels compiled to native code (lower-kernel-to-llvm + JIT) against numpy.
+
+The seed-003 kernels are read from the kernel dialect's round-trip file and
+the lowering file's kernels from its filecheck test, so the compiled code is
+the code whose text lit checks.  Each compiled result is also compared with
+the reference interpreter where the shapes are small enough to interpret.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp
+
+import ember
+from ember.errors import PassError, RuntimeFailure
+from ember.interp.kernel_impls import run_kernel
+from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
+from ember.runtime.jit import JitModule, compile_kernels, compile_llvm, load_object
+
+FILECHECK = Path(__file__).parent / "filecheck"
+SEED_FILE = FILECHECK / "dialects" / "kernel" / "seed-003.mlir"
+LOWERING_FILE = FILECHECK / "lowering" / "kernel-to-llvm.mlir"
+
+
+def _random(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def matmul_kernel(m: int, n: int, k: int) -> str:
+    """C = A @ B with loop order i, k, j: the inner loop walks rows of B and C
+    contiguously, so LLVM vectorises it."""
+    return f"""
+    func.func @matmul(%A: memref<{m}x{k}xf32>, %B: memref<{k}x{n}xf32>, %C: memref<{m}x{n}xf32>) attributes {{kernel.kernel}} {{
+      kernel.for %i = 0 to {m} {{
+        kernel.for %k = 0 to {k} {{
+          kernel.for %j = 0 to {n} vectorized {{
+            kernel.block "C" (%vi = spatial %i, %vj = spatial %j, %vk = reduce %k) {{
+              kernel.init {{
+                %zero = arith.constant 0.0 : f32
+                memref.store %zero, %C[%vi, %vj] : memref<{m}x{n}xf32>
+              }}
+              %c = memref.load %C[%vi, %vj] : memref<{m}x{n}xf32>
+              %a = memref.load %A[%vi, %vk] : memref<{m}x{k}xf32>
+              %b = memref.load %B[%vk, %vj] : memref<{k}x{n}xf32>
+              %p = arith.mulf %a, %b : f32
+              %s = arith.addf %c, %p : f32
+              memref.store %s, %C[%vi, %vj] : memref<{m}x{n}xf32>
+            }}
+          }}
+        }}
+      }}
+      func.return
+    }}
+    """
+
+
+@pytest.fixture(scope="module")
+def seed_module() -> ModuleOp:
+    return ember.parse(SEED_FILE.read_text(), name=str(SEED_FILE))
+
+
+@pytest.fixture(scope="module")
+def seed_jit(seed_module: ModuleOp) -> JitModule:
+    return compile_kernels(seed_module)
+
+
+# --------------------------------------------------------------------------
+# Numerics
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "units", "inputs"), [("linear0", 128, 784), ("linear1", 10, 128)])
+def test_seed_linear_matches_numpy(seed_jit: JitModule, name: str, units: int, inputs: int) -> None:
+    x, w, b = _random((1, inputs), 1), _random((units, inputs), 2), _random((units,), 3)
+    z = np.full((1, units), np.nan, np.float32)
+    seed_jit.run(name, x, w, b, z)
+    np.testing.assert_allclose(z, x @ w.T + b, rtol=1e-5, atol=1e-4)
+
+
+def test_seed_relu_and_tiled_match_interpreter(seed_module: ModuleOp, seed_jit: JitModule) -> None:
+    x = _random((1, 128), 4)
+    compiled, interpreted = np.zeros_like(x), np.zeros_like(x)
+    seed_jit.run("relu0", x, compiled)
+    run_kernel(seed_module, "relu0", x, interpreted)
+    np.testing.assert_array_equal(compiled, interpreted)
+    np.testing.assert_array_equal(compiled, np.maximum(x, 0))
+
+    a = _random((64,), 5)
+    c = np.zeros(64, np.float32)
+    seed_jit.run("tiled", a, c)
+    np.testing.assert_allclose(c, np.exp(a), rtol=1e-6)
+
+
+def test_mlp_of_seed_003(seed_jit: JitModule) -> None:
+    """The three kernels chained as seed 003's ``main`` chains them."""
+    data, w0, b0 = _random((1, 784), 6), _random((128, 784), 7), _random((128,), 8)
+    w1, b1 = _random((10, 128), 9), _random((10,), 10)
+    lv0, lv1, out = np.empty((1, 128), np.float32), np.empty((1, 128), np.float32), np.empty((1, 10), np.float32)
+    seed_jit.run("linear0", data, w0, b0, lv0)
+    seed_jit.run("relu0", lv0, lv1)
+    seed_jit.run("linear1", lv1, w1, b1, out)
+    expected = np.maximum(data @ w0.T + b0, 0) @ w1.T + b1
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_64_matches_numpy_and_is_vectorised() -> None:
+    jit = compile_kernels(ember.parse(matmul_kernel(64, 64, 64)))
+    a, b = _random((64, 64), 11), _random((64, 64), 12)
+    c = np.full((64, 64), 5.0, np.float32)  # the init must overwrite it
+    jit.run("matmul", a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert re.search(r"fmul fast <\d+ x float>|fmuladd\.v\d+f32|fma\.v\d+f32", jit.llvm_ir)
+
+
+@settings(max_examples=8)
+@given(m=st.integers(1, 5), n=st.integers(1, 37), k=st.integers(1, 9))
+def test_matmul_any_shape_matches_interpreter(m: int, n: int, k: int) -> None:
+    module = ember.parse(matmul_kernel(m, n, k))
+    a, b = _random((m, k), 13), _random((k, n), 14)
+    compiled, interpreted = np.zeros((m, n), np.float32), np.zeros((m, n), np.float32)
+    compile_kernels(module).run("matmul", a, b, compiled)
+    run_kernel(module, "matmul", a, b, interpreted)
+    np.testing.assert_allclose(compiled, interpreted, rtol=1e-5, atol=1e-5)
+
+
+def test_lowering_file_kernels_run() -> None:
+    """Stack temporary, strided loop, init, tanh (libm) and a malloc'd buffer."""
+    module = ember.parse(LOWERING_FILE.read_text(), name=str(LOWERING_FILE))
+    jit = compile_kernels(module)
+    a = _random((4, 8), 15)
+    s = np.zeros(4, np.float32)
+    jit.run("rowsum", a, s)
+    np.testing.assert_allclose(s, np.tanh(a[:, ::2].sum(axis=1)), rtol=1e-5, atol=1e-6)
+    expected = np.zeros(4, np.float32)
+    run_kernel(module, "rowsum", a, expected)
+    np.testing.assert_allclose(s, expected, rtol=1e-5, atol=1e-6)
+    jit.run("big", np.zeros((256, 256), np.float32))  # malloc + free, no crash
+
+
+# --------------------------------------------------------------------------
+# Compiled code as data: object files, assembly
+# --------------------------------------------------------------------------
+
+
+def test_object_file_loads_without_recompiling(seed_jit: JitModule) -> None:
+    obj = seed_jit.emit_object()
+    assert obj[:4] == b"\x7fELF"
+    loaded = load_object(obj)
+    x = _random((1, 128), 16)
+    y = np.zeros_like(x)
+    loaded.run("relu0", x, y)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_assembly_defines_every_kernel(seed_jit: JitModule) -> None:
+    asm = seed_jit.assembly()
+    for name in ("linear0", "relu0", "linear1", "tiled"):
+        assert re.search(rf"^{name}:", asm, re.MULTILINE)
+
+
+# --------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------
+
+
+def test_unsupported_op_fails_before_changing_the_module() -> None:
+    module = ember.parse(
+        """
+        func.func @ok(%Y: memref<4xf32>) attributes {kernel.kernel} {
+          func.return
+        }
+        func.func @bad(%X: memref<4xf32>, %Y: memref<4xi32>) attributes {kernel.kernel} {
+          kernel.for %i = 0 to 4 {
+            kernel.block "B" (%vi = spatial %i) {
+              %x = memref.load %X[%vi] : memref<4xf32>
+              %n = arith.fptosi %x : f32 to i32
+              memref.store %n, %Y[%vi] : memref<4xi32>
+            }
+          }
+          func.return
+        }
+        """
+    )
+    before = ember.to_text(module)
+    with pytest.raises(PassError, match=r"cannot lower arith.fptosi in kernel @bad: no lowering"):
+        lower_kernels_to_llvm(module)
+    assert ember.to_text(module) == before
+
+
+def test_gpu_loops_are_rejected() -> None:
+    module = ember.parse(
+        """
+        func.func @g(%Y: memref<4xf32>) attributes {kernel.kernel} {
+          kernel.for %t = 0 to 4 gpu.thread.x {
+          }
+          func.return
+        }
+        """
+    )
+    with pytest.raises(PassError, match="bound to gpu.thread.x needs the CUDA backend"):
+        lower_kernels_to_llvm(module)
+
+
+def test_jit_rejects_unlowered_ops_and_strided_arrays(seed_module: ModuleOp, seed_jit: JitModule) -> None:
+    with pytest.raises(RuntimeFailure, match="cannot compile func.func to native code"):
+        compile_llvm(seed_module)
+    x = np.zeros((1, 256), np.float32)[:, ::2]
+    with pytest.raises(RuntimeFailure, match="argument #0 must be a C-contiguous numpy array"):
+        seed_jit.run("relu0", x, np.zeros((1, 128), np.float32))
+    with pytest.raises(RuntimeFailure, match="no function @nope"):
+        seed_jit.address("nope")
