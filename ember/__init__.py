@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ember.build import build  # eager: a lazy one would be shadowed by ember/build.py
 from ember.errors import EmberError, IRError, PassError, RuntimeFailure
 from ember.ir import parse, to_text, verify_module
 
@@ -23,10 +24,18 @@ __all__ = [
     "IRError",
     "PassError",
     "RuntimeFailure",
+    "interpret",
+    "build",
+    "cpu",
+    "cuda",
+    "nd",
+    "register_func",
+    "get_global_func",
+    "load_module",
+    "GraphExecutor",
     "parse",
     "to_text",
     "verify_module",
-    "interpret",
 ]
 
 
@@ -40,9 +49,36 @@ def interpret(module: Any, entry: str = "main", *args: Any) -> list[Any]:
     return _interpret(module, entry, *args)
 
 
+_RUNTIME_EXPORTS: dict[str, str] = {
+    "Device": "ember.runtime.device",
+    "cpu": "ember.runtime.device",
+    "cuda": "ember.runtime.device",
+    "device": "ember.runtime.device",
+    "NDArray": "ember.runtime.ndarray",
+    "register_func": "ember.runtime.registry",
+    "get_global_func": "ember.runtime.registry",
+    "list_global_func_names": "ember.runtime.registry",
+    "remove_global_func": "ember.runtime.registry",
+    "load_module": "ember.runtime.module",
+    "save_params": "ember.runtime.module",
+    "load_params": "ember.runtime.module",
+    "GraphExecutor": "ember.runtime.graph_executor",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # Submodules that users reach as attributes (ember.builder, ember.testing).
+    # Lazily imported parts that users reach as attributes (ember.cpu,
+    # ember.builder, ember.testing): `import ember` stays cheap.
     import importlib
+
+    if name in _RUNTIME_EXPORTS:
+        value = getattr(importlib.import_module(_RUNTIME_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name == "nd":
+        return importlib.import_module("ember.runtime.ndarray")
+    if name == "runtime":
+        return importlib.import_module("ember.runtime")
 
     if name == "builder":
         return importlib.import_module("ember.frontends.builder")
@@ -52,4 +88,4 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from ember.frontends import builder as builder  # noqa: F401
+    from ember.frontends import builder as builder

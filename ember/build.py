@@ -1,0 +1,124 @@
+"""``ember.build``: compile a graph module for a target into a runtime Module.
+
+Mirrors ``tvm.relay.build(mod, target, params=...)`` / ``relax.build``: the
+result is a :class:`~ember.runtime.module.Module` that a
+:class:`~ember.runtime.graph_executor.GraphExecutor` runs and that
+``export_library`` writes to disk.
+
+``params`` are bound to the entry function's arguments of the same name: they
+stop being inputs of the built module, and are stored with it.  For now the
+module passes them to the entry function at run time; the ``bind-params``
+pass will fold them into the IR as constants, which changes nothing a user
+sees.  Every param is checked here — its name must be an argument, its shape
+and dtype the argument's — so a mistake fails at build time, naming the
+argument, rather than as a shape error deep inside a kernel.
+
+The target picks a backend (:func:`ember.runtime.module.backend_for`):
+``"interp"`` runs the reference interpreter; ``"llvm"`` is the CPU code
+generator, and until it exists asking for it is an error — never a silent
+fallback to the interpreter.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from ember.errors import RuntimeFailure
+from ember.ir import parse, verify_module
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ember.runtime.module import FunctionSignature, Module, TensorSpec
+
+# The runtime (and numpy) are imported on the first build, not here: ember's
+# __init__ imports this module eagerly, and ``import ember`` must stay cheap.
+
+__all__ = ["build"]
+
+
+def build(
+    module: ModuleOp | str,
+    target: str = "llvm",
+    params: Mapping[str, Any] | None = None,
+    *,
+    entry: str = "main",
+) -> Module:
+    """Compile function ``entry`` of ``module`` for ``target``.
+
+    ``module``: a verified ``ModuleOp`` (or IR text, parsed here).
+    ``target``: ``"interp"`` or ``"llvm"`` (see :func:`~ember.runtime.module.available_targets`).
+    ``params``: argument name → array (numpy, NDArray, DLPack, list), bound
+    as constants; copied, so later changes to the caller's arrays do not
+    leak into the module.
+
+    The caller's ``module`` is not modified.
+    """
+    from ember.runtime.module import backend_for, signature_of
+
+    ir = _as_module(module)
+    backend = backend_for(target)
+    signature = signature_of(ir, entry)
+    bound = _bind_params(signature, params)
+    return backend.compile(ir.clone(), signature, bound)
+
+
+def _as_module(module: ModuleOp | str) -> ModuleOp:
+    if isinstance(module, str):
+        return parse(module)
+    if not isinstance(module, ModuleOp):
+        raise RuntimeFailure(
+            f"ember.build expects a module (ember.parse(text)) or IR text, got {type(module).__name__}"
+        )
+    verify_module(module)
+    return module
+
+
+def _bind_params(
+    signature: FunctionSignature, params: Mapping[str, Any] | None
+) -> dict[str, np.ndarray]:
+    """Checked, read-only copies of ``params``, by argument name."""
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise RuntimeFailure(
+            f"params must be a dict of argument name -> array, got {type(params).__name__}"
+        )
+    bound: dict[str, np.ndarray] = {}
+    for name, value in params.items():
+        spec = signature.input(name) if isinstance(name, str) else None
+        if spec is None:
+            raise RuntimeFailure(_unknown_param_message(name, signature))
+        bound[name] = _param_array(value, spec, signature.name)
+    return bound
+
+
+def _unknown_param_message(name: Any, signature: FunctionSignature) -> str:
+    names = [spec.name for spec in signature.inputs]
+    message = f"params has {name!r}, but @{signature.name} has no argument of that name"
+    close = difflib.get_close_matches(str(name), names, n=1)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    return message + f" (arguments: {', '.join(names) or 'none'})"
+
+
+def _param_array(value: Any, spec: TensorSpec, entry: str) -> np.ndarray:
+    import numpy as np
+
+    from ember.runtime.ndarray import as_host_array
+
+    what = f"param {spec.name!r} (argument %{spec.name} of @{entry})"
+    # Python data has no dtype of its own: it takes the argument's.
+    values = as_host_array(value, what, dtype=np.dtype(spec.dtype))
+    if values.shape != spec.shape or values.dtype.name != spec.dtype:
+        raise RuntimeFailure(
+            f"{what} must be {spec.describe()}, got {values.dtype.name}{list(values.shape)}"
+        )
+    # A private, frozen copy: the caller may go on changing its array.
+    bound = np.array(values, dtype=values.dtype.newbyteorder("="), order="C", copy=True)
+    bound.flags.writeable = False
+    return bound

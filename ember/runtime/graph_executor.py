@@ -1,0 +1,402 @@
+"""GraphExecutor: set inputs, run a compiled module, read outputs.
+
+Mirrors TVM's ``graph_executor.GraphModule`` (``set_input``, ``run``,
+``get_output``, ``get_input``, ``load_params``, ``get_num_outputs``,
+``benchmark``) over an ember :class:`~ember.runtime.module.Module`.
+
+Memory is planned once: the executor allocates one aligned NDArray per free
+input and per output when it is created, ``set_input`` copies into the input
+slots, and every ``run`` has the module write into the same output slots
+(destination passing), so a compiled backend runs without allocating.
+``get_output(i)`` returns the output slot itself — the next ``run``
+overwrites it; call ``.numpy()`` (a copy) to keep a result.
+
+Inputs are the entry function's arguments by the names written in the IR
+(``%data`` is input ``"data"``), minus params bound by ``ember.build``;
+setting a bound param is an error that says so.  Every check — unknown name,
+shape, dtype, unset inputs — happens before the module runs, with a message
+naming the input and what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ember.errors import RuntimeFailure
+from ember.runtime.device import Device, cpu
+from ember.runtime.module import Module
+from ember.runtime.module import load_params as _load_params_blob
+from ember.runtime.ndarray import NDArray, as_host_array, empty
+
+__all__ = ["BenchmarkResult", "GraphExecutor", "GraphModule"]
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """Timing statistics over repeats, in seconds (TVM's ``BenchmarkResult``).
+
+    ``results`` holds one figure per repeat: the mean time of one run over
+    that repeat's ``number`` runs.  ``*_ms`` give the same in milliseconds.
+    """
+
+    results: tuple[float, ...]
+    number: int
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def mean_ms(self) -> float:
+        return self.mean * 1e3
+
+    @property
+    def median_ms(self) -> float:
+        return self.median * 1e3
+
+    @property
+    def std_ms(self) -> float:
+        return self.std * 1e3
+
+    @property
+    def min_ms(self) -> float:
+        return self.min * 1e3
+
+    @property
+    def max_ms(self) -> float:
+        return self.max * 1e3
+
+    def __str__(self) -> str:
+        header = ("mean (ms)", "median (ms)", "max (ms)", "min (ms)", "std (ms)")
+        values = (self.mean_ms, self.median_ms, self.max_ms, self.min_ms, self.std_ms)
+        return (
+            f"Execution time summary ({len(self.results)} repeats x {self.number} runs):\n"
+            + "".join(f"{h:>13}" for h in header)
+            + "\n"
+            + "".join(f"{v:>13.4f}" for v in values)
+        )
+
+
+class GraphExecutor:
+    """Runs a compiled :class:`Module` on a device (TVM ``GraphModule``).
+
+    ``GraphExecutor(lib, ember.cpu(0))``; ``lib["default"](dev)`` is the same.
+    Creating the executor resolves the module's external functions, so an
+    unregistered ``graph.call_extern`` name fails here.
+    """
+
+    def __init__(
+        self, lib: Module, device: Device | Sequence[Device] | None = None
+    ) -> None:
+        if not isinstance(lib, Module):
+            raise RuntimeFailure(
+                f"GraphExecutor expects a module from ember.build or ember.load_module, got {type(lib).__name__}"
+            )
+        self._lib = lib
+        self._device = self._pick_device(lib, device)
+        lib.resolve_externs()
+        self._input_specs = {spec.name: spec for spec in lib.input_specs}
+        self._input_order = [spec.name for spec in lib.input_specs]
+        self._inputs = {
+            spec.name: empty(spec.shape, spec.dtype, self._device)
+            for spec in lib.input_specs
+        }
+        # The slots never change, so run() hands the module one prebuilt list:
+        # per-run overhead matters once a compiled module takes microseconds.
+        self._input_slots = [self._inputs[name] for name in self._input_order]
+        self._unset = set(self._input_order)
+        self._outputs = [
+            empty(spec.shape, spec.dtype, self._device) for spec in lib.output_specs
+        ]
+        self._has_run = False
+
+    @staticmethod
+    def _pick_device(lib: Module, device: Device | Sequence[Device] | None) -> Device:
+        if device is None:
+            device = cpu(0)
+        if isinstance(device, Sequence) and not isinstance(device, str):
+            # TVM accepts a list of devices for heterogeneous execution; one
+            # module runs on one device here.
+            if len(device) != 1:
+                raise RuntimeFailure(
+                    f"GraphExecutor runs a module on one device, got {len(device)}"
+                )
+            device = device[0]
+        if not isinstance(device, Device):
+            raise RuntimeFailure(
+                f"expected an ember device such as ember.cpu(0), got {device!r}"
+            )
+        if device.kind not in lib.device_kinds:
+            kinds = ", ".join(lib.device_kinds)
+            raise RuntimeFailure(
+                f"a module built for target {lib.target!r} runs on {kinds}, not on {device}; "
+                f"build it for a {device.kind} target or use ember.cpu(0)"
+            )
+        if not device.exist:
+            raise RuntimeFailure(f"device {device} does not exist on this machine")
+        return device
+
+    # -- introspection ---------------------------------------------------
+
+    @property
+    def module(self) -> Module:
+        return self._lib
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._input_order)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._input_order)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._outputs)
+
+    def get_num_inputs(self) -> int:
+        return self.num_inputs
+
+    def get_num_outputs(self) -> int:
+        return self.num_outputs
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shapes, dtypes)`` by input name, as TVM returns them."""
+        shapes = {name: spec.shape for name, spec in self._input_specs.items()}
+        dtypes = {name: spec.dtype for name, spec in self._input_specs.items()}
+        return shapes, dtypes
+
+    # -- inputs ----------------------------------------------------------
+
+    def _input_name(self, key: str | int) -> str:
+        """Resolve a name or index to an input name, or explain what is valid."""
+        if not isinstance(key, (str, int, np.integer)):
+            raise RuntimeFailure(
+                f"inputs are named by a string or an index, got {type(key).__name__}"
+            )
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < len(self._input_order):
+                raise RuntimeFailure(
+                    f"input index {key} out of range: the module has {len(self._input_order)} inputs "
+                    f"({self._valid_inputs()})"
+                )
+            return self._input_order[key]
+        if key in self._input_specs:
+            return key  # type: ignore[return-value]
+        if key in self._lib.params:
+            raise RuntimeFailure(
+                f"{key!r} was bound as a constant by ember.build(..., params=...) and is no longer an "
+                f"input; inputs: {self._valid_inputs()} (build without it in params to set it at run time)"
+            )
+        message = f"unknown input {key!r}; inputs of @{self._lib.entry_name}: {self._valid_inputs()}"
+        close = difflib.get_close_matches(str(key), self._input_order, n=1)
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
+        raise RuntimeFailure(message)
+
+    def _valid_inputs(self) -> str:
+        return (
+            ", ".join(
+                f"{spec.name}: {spec.describe()}" for spec in self._input_specs.values()
+            )
+            or "none"
+        )
+
+    def set_input(
+        self, key: str | int | None = None, value: Any = None, **params: Any
+    ) -> None:
+        """Copy ``value`` into input ``key`` (a name or an index), and/or each of ``params``.
+
+        Values: NDArrays, numpy arrays, DLPack objects, or lists (which take
+        the input's dtype).  The shape and dtype must be the input's exactly.
+        All names are checked before anything is copied.
+        """
+        updates: list[tuple[str, Any]] = []
+        if key is not None:
+            if value is None:
+                raise RuntimeFailure(f"set_input({key!r}): no value given")
+            updates.append((self._input_name(key), value))
+        elif value is not None:
+            raise RuntimeFailure("set_input: a value was given without an input name")
+        updates.extend((self._input_name(name), params[name]) for name in params)
+        staged = [(name, self._checked_value(name, value)) for name, value in updates]
+        for name, values in staged:
+            np.copyto(np.asarray(self._inputs[name]), values)
+            self._unset.discard(name)
+
+    def _checked_value(self, name: str, value: Any) -> np.ndarray:
+        spec = self._input_specs[name]
+        # Lists and scalars take the input's dtype; typed sources must match it.
+        values = as_host_array(
+            value, f"set_input({name!r})", dtype=np.dtype(spec.dtype)
+        )
+        if values.dtype.name != spec.dtype or values.shape != spec.shape:
+            raise RuntimeFailure(
+                f"set_input({name!r}): expected {spec.describe()}, got "
+                f"{values.dtype.name}{list(values.shape)}"
+                + (
+                    f"; convert it with .astype('{spec.dtype}')"
+                    if values.dtype.name != spec.dtype
+                    else ""
+                )
+            )
+        return values
+
+    def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
+        """The input slot ``key`` (or a copy of it in ``out``)."""
+        name = self._input_name(key)
+        if out is not None:
+            return out.copyfrom(self._inputs[name])
+        return self._inputs[name]
+
+    def load_params(
+        self, params: bytes | bytearray | memoryview | Mapping[str, Any]
+    ) -> None:
+        """Set inputs from a dict, or from bytes written by ``ember.runtime.save_params``."""
+        if isinstance(params, (bytes, bytearray, memoryview)):
+            params = _load_params_blob(params)
+        if not isinstance(params, Mapping):
+            raise RuntimeFailure(
+                f"load_params expects bytes or a dict of name -> array, got {type(params).__name__}"
+            )
+        self.set_input(**params)
+
+    # -- running ---------------------------------------------------------
+
+    def run(self, **inputs: Any) -> None:
+        """Run the module once; ``inputs`` are set first (as ``set_input(**inputs)``)."""
+        if inputs:
+            self.set_input(**inputs)
+        if self._unset:
+            missing = [name for name in self._input_order if name in self._unset]
+            raise RuntimeFailure(
+                f"run(): input(s) not set: {', '.join(missing)}; call set_input(name, array) first"
+            )
+        self._lib.run(self._input_slots, self._outputs)
+        self._has_run = True
+
+    def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
+        """Output ``index``: the executor's output slot, or copied into ``out``."""
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+            raise RuntimeFailure(
+                f"get_output: the index must be an integer, got {index!r}"
+            )
+        if not 0 <= index < len(self._outputs):
+            raise RuntimeFailure(
+                f"get_output({index}): index out of range, the module has {len(self._outputs)} output(s)"
+            )
+        if not self._has_run:
+            raise RuntimeFailure(
+                f"get_output({index}) before run(): set the inputs and call run() first"
+            )
+        if out is not None:
+            return out.copyfrom(self._outputs[index])
+        return self._outputs[index]
+
+    def benchmark(
+        self,
+        device: Device | None = None,
+        func_name: str = "run",
+        *,
+        repeat: int = 5,
+        number: int = 5,
+        min_repeat_ms: float | None = None,
+        end_to_end: bool = False,
+        **inputs: Any,
+    ) -> BenchmarkResult:
+        """Time ``run()``: ``repeat`` measurements, each the mean of ``number`` runs.
+
+        TVM's signature: ``device`` (if given) must be the executor's device;
+        ``min_repeat_ms`` raises ``number`` until one repeat lasts at least that
+        long; ``end_to_end`` also times copying ``inputs`` in and every output
+        out to numpy.  ``inputs`` are set before timing.  One untimed run
+        warms up first.
+        """
+        if device is not None and device != self._device:
+            raise RuntimeFailure(
+                f"benchmark: this executor runs on {self._device}, not {device}"
+            )
+        if func_name != "run":
+            raise RuntimeFailure(
+                f"benchmark: only func_name='run' can be timed, got {func_name!r}"
+            )
+        if repeat < 1 or number < 1:
+            raise RuntimeFailure(
+                f"benchmark: repeat and number must be >= 1, got repeat={repeat}, number={number}"
+            )
+        if end_to_end and not inputs:
+            raise RuntimeFailure(
+                "benchmark(end_to_end=True) needs the inputs to copy in, as keyword arguments"
+            )
+        if inputs:
+            self.set_input(**inputs)
+
+        def once() -> None:
+            if end_to_end:
+                self.set_input(**inputs)
+            self.run()
+            if end_to_end:
+                for output in self._outputs:
+                    output.numpy()
+
+        once()  # warm-up; also reports unset inputs before any timing
+        if min_repeat_ms:
+            number = self._calibrate(once, number, min_repeat_ms / 1e3)
+        results = tuple(self._time(once, number) for _ in range(repeat))
+        return BenchmarkResult(results, number)
+
+    @staticmethod
+    def _time(once: Any, number: int) -> float:
+        start = time.perf_counter()
+        for _ in range(number):
+            once()
+        return (time.perf_counter() - start) / number
+
+    @staticmethod
+    def _calibrate(once: Any, number: int, min_seconds: float) -> int:
+        """Grow ``number`` until ``number`` runs last at least ``min_seconds``.
+
+        TVM's rule: jump to the estimate when one is available, but at least
+        by the golden ratio, so a run that is slow at first cannot stall it.
+        """
+        while True:
+            per_run = GraphExecutor._time(once, number)
+            if per_run * number >= min_seconds:
+                return number
+            estimate = math.ceil(min_seconds / per_run) if per_run > 0 else number * 10
+            number = max(estimate, math.ceil(number * 1.618))
+
+    def __repr__(self) -> str:
+        return f"<ember.GraphExecutor {self._lib!r} on {self._device}>"
+
+
+GraphModule = GraphExecutor
+"""TVM's name for the executor (``graph_executor.GraphModule``)."""

@@ -1,0 +1,826 @@
+"""Compiled modules: the interface, the on-disk artifact, the interp backend.
+
+A :class:`Module` is what ``ember.build`` returns and ``ember.load_module``
+reads back — TVM's ``runtime.Module`` / Relax ``Executable``.  It knows its
+entry function's signature (argument names as written in the IR text, shapes,
+dtypes, results), the params bound at build time, the registered functions it
+calls (``graph.call_extern``), and runs destination-passing style:
+``run(inputs, outputs)`` reads the free inputs and writes preallocated
+outputs.  :class:`~ember.runtime.graph_executor.GraphExecutor` drives it.
+
+Backends are Module subclasses registered by target name
+(:func:`register_backend`, lazily, by import path).  Each supplies
+``compile`` (IR → module), ``run``, and its payload: the files that carry its
+code in an artifact.  The first backend, :class:`InterpModule`
+(``target="interp"``), runs the graph with the reference interpreter; its
+payload is the graph IR text.  The LLVM backend adds object code the same way.
+
+Artifact format (``export_library(path)``): a **directory** ::
+
+    net.ember/
+      manifest.json   format name and version, ember version, target, entry
+                      signature, bound param names, extern function names,
+                      backend metadata, and for every file its sha256
+      params.npz      bound params (numpy .npz, no pickles)
+      graph.mlir      backend payload files (interp: the graph IR text)
+
+A directory rather than one archive because every part stays readable with
+ordinary tools (``cat manifest.json``, ``ember-opt graph.mlir``,
+``np.load('params.npz')``) and because payloads that the system must open by
+path (a shared library for ``dlopen``, a cubin) need no extraction step.
+The write is atomic (a sibling temporary directory renamed into place), and
+loading verifies every checksum, so a truncated or edited artifact fails with
+a message naming the bad file instead of producing wrong numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import io
+import json
+import os
+import shutil
+import uuid
+import zipfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from ember.errors import EmberError, RuntimeFailure
+from ember.runtime.device import Device
+from ember.runtime.ndarray import NDArray
+from ember.runtime.ndarray import array as nd_array
+from ember.runtime.registry import check_registered
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+
+    from ember.runtime.graph_executor import GraphExecutor
+
+FORMAT_NAME = "ember-module"
+FORMAT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+PARAMS_FILE = "params.npz"
+
+
+class ArtifactError(RuntimeFailure):
+    """An exported module on disk is missing, corrupt, or of another version."""
+
+
+# --------------------------------------------------------------------------
+# Signatures
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, static shape and dtype of one argument or result."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def describe(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+    @classmethod
+    def from_json(cls, data: Any) -> TensorSpec:
+        name, shape, dtype = data["name"], data["shape"], data["dtype"]
+        if (
+            not isinstance(name, str)
+            or not isinstance(dtype, str)
+            or not isinstance(shape, list)
+        ):
+            raise TypeError(f"malformed tensor entry {data!r}")
+        if not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise TypeError(f"malformed shape {shape!r} of {name!r}")
+        np.dtype(dtype)  # rejects unknown dtype names
+        return cls(name, tuple(shape), dtype)
+
+
+@dataclass(frozen=True)
+class FunctionSignature:
+    """The entry function: its name, arguments in order, and results."""
+
+    name: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    def input(self, name: str) -> TensorSpec | None:
+        return next((spec for spec in self.inputs if spec.name == name), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "inputs": [spec.to_json() for spec in self.inputs],
+            "outputs": [spec.to_json() for spec in self.outputs],
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> FunctionSignature:
+        name = data["name"]
+        if not isinstance(name, str):
+            raise TypeError(f"malformed function name {name!r}")
+        inputs = tuple(TensorSpec.from_json(item) for item in data["inputs"])
+        outputs = tuple(TensorSpec.from_json(item) for item in data["outputs"])
+        return cls(name, inputs, outputs)
+
+
+def find_function(ir: ModuleOp, entry: str) -> FuncOp:
+    """Function ``@entry`` of ``ir``; an unknown name lists the functions."""
+    from xdsl.dialects.func import FuncOp
+
+    functions = {op.sym_name.data: op for op in ir.ops if isinstance(op, FuncOp)}
+    func = functions.get(entry)
+    if func is None:
+        known = ", ".join(f"@{name}" for name in functions) or "none"
+        raise RuntimeFailure(
+            f"the module has no function @{entry} to build (functions: {known})"
+        )
+    if not func.body.blocks:
+        raise RuntimeFailure(
+            f"@{entry} is a declaration without a body; it cannot be an entry point"
+        )
+    return func
+
+
+def _tensor_spec(name: str, t: Any, what: str) -> TensorSpec:
+    from xdsl.dialects.builtin import TensorType
+
+    from ember.dialects.graph import numpy_dtype, type_str
+
+    if not isinstance(t, TensorType):
+        raise RuntimeFailure(
+            f"{what} has type {t}; compiled modules take and return tensors only"
+        )
+    shape = tuple(t.get_shape())
+    if any(d < 0 for d in shape):
+        raise RuntimeFailure(
+            f"{what} has dynamic shape {type_str(t)}; ember compiles static shapes only"
+        )
+    try:
+        dtype = numpy_dtype(t.element_type)
+    except ValueError as e:
+        raise RuntimeFailure(f"{what}: {e}") from None
+    return TensorSpec(name, shape, dtype.name)
+
+
+def signature_of(ir: ModuleOp, entry: str = "main") -> FunctionSignature:
+    """The signature of ``@entry``: argument names are the SSA names written
+    in the text (``%data`` → ``"data"``; an unnamed ``%0`` → ``"arg0"``, the
+    interpreter's convention)."""
+    func = find_function(ir, entry)
+    names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(func.args)]
+    clashing = sorted({name for name in names if names.count(name) > 1})
+    if clashing:
+        raise RuntimeFailure(
+            f"@{entry} has arguments that share the name(s) {', '.join(clashing)} "
+            "(an unnamed argument is called argN); rename them in the IR"
+        )
+    inputs = tuple(
+        _tensor_spec(name, t, f"argument %{name} of @{entry}")
+        for name, t in zip(names, func.function_type.inputs.data)
+    )
+    outputs = tuple(
+        _tensor_spec(f"output{i}", t, f"result #{i} of @{entry}")
+        for i, t in enumerate(func.function_type.outputs.data)
+    )
+    return FunctionSignature(entry, inputs, outputs)
+
+
+def extern_function_names(ir: ModuleOp) -> tuple[str, ...]:
+    """Names of the registered functions ``graph.call_extern`` ops call, each once."""
+    from ember.dialects.graph import CallExternOp
+
+    names = (op.function for op in ir.walk() if isinstance(op, CallExternOp))
+    return tuple(dict.fromkeys(names))
+
+
+# --------------------------------------------------------------------------
+# The Module interface
+# --------------------------------------------------------------------------
+
+
+class Module(ABC):
+    """A compiled entry function with its bound params (TVM ``runtime.Module``).
+
+    Subclasses are backends: set :attr:`target`, implement :meth:`compile`,
+    :meth:`run`, :meth:`payload` and :meth:`from_payload`, and register with
+    :func:`register_backend`.  Everything else — params, signature checks,
+    export, extern resolution — is shared here.
+    """
+
+    target: ClassVar[str]
+    """The target name this backend is registered under (``"interp"``)."""
+    device_kinds: ClassVar[tuple[str, ...]] = ("cpu",)
+    """Device kinds whose memory :meth:`run` reads and writes."""
+
+    def __init__(
+        self,
+        signature: FunctionSignature,
+        params: Mapping[str, np.ndarray],
+        extern_funcs: Sequence[str] = (),
+    ) -> None:
+        self._signature = signature
+        self._params = MappingProxyType(dict(params))
+        self._extern_funcs = tuple(extern_funcs)
+        free = tuple(spec for spec in signature.inputs if spec.name not in self._params)
+        self._input_specs = free
+
+    # -- what the module is ------------------------------------------------
+
+    @property
+    def signature(self) -> FunctionSignature:
+        """The entry function's full signature (bound params included)."""
+        return self._signature
+
+    @property
+    def entry_name(self) -> str:
+        return self._signature.name
+
+    @property
+    def params(self) -> Mapping[str, np.ndarray]:
+        """Params bound at build time, by argument name (read-only)."""
+        return self._params
+
+    @property
+    def input_specs(self) -> tuple[TensorSpec, ...]:
+        """The free inputs, in argument order: what :meth:`run` takes."""
+        return self._input_specs
+
+    @property
+    def output_specs(self) -> tuple[TensorSpec, ...]:
+        return self._signature.outputs
+
+    @property
+    def extern_funcs(self) -> tuple[str, ...]:
+        """Registered functions this module calls (``graph.call_extern``)."""
+        return self._extern_funcs
+
+    def resolve_externs(self, where: str | None = None) -> None:
+        """Fail now, naming every missing one, unless all externs are registered."""
+        check_registered(
+            self._extern_funcs, where or f"module @{self.entry_name} ({self.target})"
+        )
+
+    def __repr__(self) -> str:
+        inputs = ", ".join(f"{s.name}: {s.describe()}" for s in self._input_specs)
+        outputs = ", ".join(s.describe() for s in self.output_specs)
+        return f"<ember.Module target={self.target} @{self.entry_name}({inputs}) -> ({outputs})>"
+
+    # -- what a backend provides --------------------------------------------
+
+    @classmethod
+    @abstractmethod
+    def compile(
+        cls,
+        ir: ModuleOp,
+        signature: FunctionSignature,
+        params: Mapping[str, np.ndarray],
+    ) -> Module:
+        """Compile ``ir`` (already verified, owned by the callee) into a module."""
+
+    @abstractmethod
+    def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
+        """Run once: read ``inputs`` (the free inputs, in :attr:`input_specs`
+        order) and write every result into ``outputs`` (preallocated, in
+        :attr:`output_specs` order).  Callers have checked shapes and dtypes."""
+
+    @abstractmethod
+    def payload(self) -> dict[str, bytes]:
+        """The backend's files for an artifact: plain file name → contents."""
+
+    def backend_metadata(self) -> dict[str, Any]:
+        """JSON-able facts the backend needs at load (e.g. the CPU it targets)."""
+        return {}
+
+    @classmethod
+    @abstractmethod
+    def from_payload(
+        cls,
+        signature: FunctionSignature,
+        params: Mapping[str, np.ndarray],
+        extern_funcs: Sequence[str],
+        files: Mapping[str, bytes],
+        metadata: Mapping[str, Any],
+    ) -> Module:
+        """Rebuild a module from :meth:`payload` files; raise
+        :class:`ArtifactError` when they cannot be used."""
+
+    # -- shared behaviour ---------------------------------------------------
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write this module to directory ``path`` (see the module docstring).
+
+        An existing ember artifact at ``path`` is replaced; any other existing
+        file or non-empty directory is left alone and reported.
+        """
+        write_artifact(self, Path(path))
+
+    def __getitem__(self, name: str) -> Callable[[Device], GraphExecutor]:
+        """``lib["default"](dev)``: TVM's way to make a graph executor."""
+        if name != "default":
+            raise RuntimeFailure(
+                f"module has no factory {name!r}; use lib['default'](dev)"
+            )
+        from ember.runtime.graph_executor import GraphExecutor
+
+        return lambda device: GraphExecutor(self, device)
+
+
+# --------------------------------------------------------------------------
+# Backends by target name
+# --------------------------------------------------------------------------
+
+# Target name → "module:Class" (imported on first use) or the class itself.
+_BACKENDS: dict[str, str | type[Module]] = {
+    "interp": "ember.runtime.module:InterpModule"
+}
+
+# Targets the design promises but whose code generation does not exist yet.
+# Building for them is an error: a silent interpreter fallback would make
+# benchmarks and tests lie.  A backend's registration removes its entry.
+_PLANNED_TARGETS: dict[str, str] = {
+    "llvm": "CPU code generation (kernel dialect -> LLVM) is not available yet",
+    "cuda": "CUDA code generation is not available yet",
+}
+
+
+def register_backend(
+    target: str, backend: str | type[Module], override: bool = False
+) -> None:
+    """Make ``ember.build(target=target)`` and artifacts of ``target`` use ``backend``.
+
+    ``backend`` is a Module subclass or its lazy ``"package.module:Class"``
+    path.
+    """
+    if target in _BACKENDS and not override:
+        raise RuntimeFailure(f"a backend for target {target!r} is already registered")
+    _BACKENDS[target] = backend
+    _PLANNED_TARGETS.pop(target, None)
+
+
+def available_targets() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def backend_for(target: str) -> type[Module]:
+    """The backend class for ``target``; unknown or unavailable targets are errors."""
+    if not isinstance(target, str):
+        raise RuntimeFailure(
+            f"target must be a string such as 'interp', got {target!r}"
+        )
+    backend = _BACKENDS.get(target)
+    if backend is None:
+        available = ", ".join(available_targets())
+        if target in _PLANNED_TARGETS:
+            raise RuntimeFailure(
+                f"target {target!r}: {_PLANNED_TARGETS[target]}; available targets: {available}"
+            )
+        raise RuntimeFailure(
+            f"unknown target {target!r}; available targets: {available}"
+        )
+    if isinstance(backend, str):
+        module_name, _, class_name = backend.partition(":")
+        backend = getattr(importlib.import_module(module_name), class_name)
+        _BACKENDS[target] = backend
+    return backend
+
+
+# --------------------------------------------------------------------------
+# The interp backend
+# --------------------------------------------------------------------------
+
+
+class InterpModule(Module):
+    """Runs the entry function with the reference interpreter (``ember.interpret``).
+
+    Slow but exact: the semantics every compiled backend is checked against,
+    and a way to run any graph program before code generation supports it.
+    Payload: the IR text (``graph.mlir``); params travel in ``params.npz``.
+    """
+
+    target = "interp"
+    GRAPH_FILE = "graph.mlir"
+
+    def __init__(
+        self,
+        ir: ModuleOp,
+        signature: FunctionSignature,
+        params: Mapping[str, np.ndarray],
+        extern_funcs: Sequence[str] = (),
+    ) -> None:
+        super().__init__(signature, params, extern_funcs)
+        self._ir = ir
+        # Argument list in signature order, with None where a free input goes;
+        # built once so that run() only fills the holes.
+        self._arg_template = [self._params.get(spec.name) for spec in signature.inputs]
+
+    @property
+    def ir(self) -> ModuleOp:
+        return self._ir
+
+    @classmethod
+    def compile(
+        cls,
+        ir: ModuleOp,
+        signature: FunctionSignature,
+        params: Mapping[str, np.ndarray],
+    ) -> InterpModule:
+        return cls(ir, signature, params, extern_function_names(ir))
+
+    def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
+        from ember.interp import interpret_function
+
+        free = iter(inputs)
+        args = [
+            np.asarray(next(free)) if bound is None else bound
+            for bound in self._arg_template
+        ]
+        results = interpret_function(
+            self._ir, self.entry_name, args, functions=(_extern_functions(),)
+        )
+        for out, result in zip(outputs, results, strict=True):
+            np.copyto(np.asarray(out), result)
+
+    def payload(self) -> dict[str, bytes]:
+        from ember.ir import to_text
+
+        return {self.GRAPH_FILE: to_text(self._ir).encode()}
+
+    @classmethod
+    def from_payload(
+        cls,
+        signature: FunctionSignature,
+        params: Mapping[str, np.ndarray],
+        extern_funcs: Sequence[str],
+        files: Mapping[str, bytes],
+        metadata: Mapping[str, Any],
+    ) -> InterpModule:
+        from ember.ir import parse
+
+        text = files.get(cls.GRAPH_FILE)
+        if text is None:
+            raise ArtifactError(
+                f"the interp payload needs {cls.GRAPH_FILE}, which the manifest does not list"
+            )
+        try:
+            ir = parse(text.decode(), name=cls.GRAPH_FILE)
+        except (EmberError, UnicodeDecodeError) as e:
+            raise ArtifactError(
+                f"{cls.GRAPH_FILE} does not hold valid IR:\n{e}"
+            ) from None
+        if signature_of(ir, signature.name) != signature:
+            raise ArtifactError(
+                f"{cls.GRAPH_FILE} does not match the manifest: @{signature.name} has another signature"
+            )
+        return cls(ir, signature, params, extern_funcs)
+
+
+@functools.cache
+def _extern_functions() -> type:
+    """xDSL interpreter functions running ``graph.call_extern`` through the registry.
+
+    Built on first use so that importing the runtime does not import the
+    graph dialect and xDSL's interpreter.
+    """
+    from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+
+    from ember.dialects.graph import CallExternOp, numpy_dtype
+    from ember.runtime.registry import call_dps_packed
+
+    @register_impls
+    class ExternFunctions(InterpreterFunctions):
+        @impl(CallExternOp)
+        def run_call_extern(
+            self, interpreter: Interpreter, op: CallExternOp, args: tuple[Any, ...]
+        ) -> tuple[Any, ...]:
+            output_types = [
+                (r.type.get_shape(), numpy_dtype(r.type.element_type))
+                for r in op.results
+            ]
+            outputs = call_dps_packed(op.function, args, output_types)
+            return tuple(np.asarray(out) for out in outputs)
+
+    return ExternFunctions
+
+
+def __getattr__(name: str) -> Any:
+    # "ember.runtime.module:ExternFunctions" is a valid lazy spec for
+    # ember.interp.register_functions, without importing xDSL's interpreter here.
+    if name == "ExternFunctions":
+        return _extern_functions()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# --------------------------------------------------------------------------
+# Params blobs (TVM's save_param_dict / load_param_dict)
+# --------------------------------------------------------------------------
+
+
+def save_params(params: Mapping[str, Any]) -> bytes:
+    """Serialise named arrays to bytes (an uncompressed .npz; no pickles).
+
+    Values: NDArrays, numpy arrays, or anything :func:`ember.nd.array` takes.
+    """
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, value in params.items():
+            if not isinstance(name, str) or not name:
+                raise RuntimeFailure(
+                    f"save_params: param names must be non-empty strings, got {name!r}"
+                )
+            values = (
+                np.asarray(value)
+                if isinstance(value, (NDArray, np.ndarray))
+                else nd_array(value).numpy()
+            )
+            # Written entry by entry (as np.savez does) so that any name,
+            # including "file", is allowed.
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, values, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _read_npz(source: io.BytesIO | Path, what: str) -> dict[str, np.ndarray]:
+    try:
+        loaded = np.load(source, allow_pickle=False)
+        # A lone .npy loads as an array, not an archive of named arrays.
+        if not isinstance(loaded, np.lib.npyio.NpzFile):
+            raise ArtifactError(
+                f"{what} is not a valid params archive (.npz): no named arrays"
+            )
+        with loaded as archive:
+            return {name: archive[name] for name in archive.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
+        raise ArtifactError(
+            f"{what} is not a valid params archive (.npz): {e}"
+        ) from None
+
+
+def load_params(blob: bytes | bytearray | memoryview) -> dict[str, NDArray]:
+    """Read bytes written by :func:`save_params` into NDArrays by name."""
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise RuntimeFailure(
+            f"load_params expects bytes from save_params, got {type(blob).__name__}"
+        )
+    arrays = _read_npz(io.BytesIO(bytes(blob)), "the params blob")
+    return {name: nd_array(values) for name, values in arrays.items()}
+
+
+# --------------------------------------------------------------------------
+# Writing and reading artifacts
+# --------------------------------------------------------------------------
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _manifest(module: Module, files: Mapping[str, bytes]) -> dict[str, Any]:
+    from ember import __version__
+
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "ember_version": __version__,
+        "target": module.target,
+        "entry": module.signature.to_json(),
+        "params": sorted(module.params),
+        "extern_funcs": list(module.extern_funcs),
+        "backend": module.backend_metadata(),
+        "files": {
+            name: {"sha256": _sha256(data), "bytes": len(data)}
+            for name, data in files.items()
+        },
+        "payload": [name for name in files if name != PARAMS_FILE],
+    }
+
+
+def _format_json(value: Any, indent: int = 0) -> str:
+    """JSON for people: objects of objects expand, each leaf value stays on
+    one line (a tensor entry reads ``{"name": "data", "shape": [1, 784], …}``)."""
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(value, dict) and any(_is_nested(v) for v in value.values()):
+        items = [
+            f"{inner}{json.dumps(k)}: {_format_json(v, indent + 2)}"
+            for k, v in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        items = [f"{inner}{_format_json(v, indent + 2)}" for v in value]
+        return "[\n" + ",\n".join(items) + f"\n{pad}]"
+    return json.dumps(value)
+
+
+def _is_nested(value: Any) -> bool:
+    if isinstance(value, dict):
+        return bool(value)
+    return isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)
+
+
+def _check_file_name(name: str) -> None:
+    if (
+        not name
+        or name != Path(name).name
+        or name.startswith(".")
+        or name in (MANIFEST_FILE, PARAMS_FILE)
+    ):
+        raise ArtifactError(
+            f"invalid artifact file name {name!r}: plain names only, not {MANIFEST_FILE}/{PARAMS_FILE}"
+        )
+
+
+def write_artifact(module: Module, path: Path) -> None:
+    """Write ``module`` to directory ``path`` atomically."""
+    payload = module.payload()
+    for name in payload:
+        _check_file_name(name)
+    files = {PARAMS_FILE: save_params(module.params), **payload}
+    manifest = _manifest(module, files)
+
+    if path.exists() and not _replaceable(path):
+        raise ArtifactError(
+            f"cannot export to {path}: it exists and is not an ember artifact; choose a new path"
+        )
+    staging = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        (staging / MANIFEST_FILE).write_text(_format_json(manifest) + "\n")
+        _swap_into_place(staging, path)
+    except OSError as e:
+        raise ArtifactError(f"cannot export module to {path}: {e}") from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replaceable(path: Path) -> bool:
+    """An old artifact or an empty directory may be overwritten; nothing else."""
+    if not path.is_dir():
+        return False
+    return (path / MANIFEST_FILE).is_file() or not any(path.iterdir())
+
+
+def _swap_into_place(staging: Path, path: Path) -> None:
+    if not path.exists():
+        staging.rename(path)
+        return
+    retired = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
+    path.rename(retired)
+    staging.rename(path)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def load_module(path: str | os.PathLike[str]) -> Module:
+    """Load a module written by ``export_library`` (``tvm.runtime.load_module``).
+
+    Every problem is an :class:`ArtifactError` naming the file: a missing
+    path or manifest, malformed JSON, another format version, an unknown
+    target, a missing or altered file.  Externs are resolved now, so an
+    unregistered ``graph.call_extern`` name fails here, not mid-run.
+    """
+    directory = _artifact_directory(Path(path))
+    manifest = _read_manifest(directory)
+    try:
+        backend = backend_for(manifest.get("target"))
+    except RuntimeFailure as e:
+        raise ArtifactError(f"cannot load {directory}: {e}") from None
+    try:
+        signature = FunctionSignature.from_json(manifest["entry"])
+        param_names = _string_list(manifest["params"], "params")
+        extern_funcs = _string_list(manifest["extern_funcs"], "extern_funcs")
+        payload_names = _string_list(manifest["payload"], "payload")
+        metadata = manifest["backend"]
+        if not isinstance(metadata, dict):
+            raise TypeError("'backend' must be an object")
+    except (KeyError, TypeError) as e:
+        raise ArtifactError(
+            f"corrupt manifest {directory / MANIFEST_FILE}: bad or missing entry {e}"
+        ) from None
+
+    files = _read_checked_files(directory, manifest, [PARAMS_FILE, *payload_names])
+    params = _read_npz(io.BytesIO(files.pop(PARAMS_FILE)), str(directory / PARAMS_FILE))
+    _check_params(params, param_names, signature, directory)
+    module = backend.from_payload(signature, params, extern_funcs, files, metadata)
+    module.resolve_externs(f"module {directory}")
+    return module
+
+
+def _artifact_directory(path: Path) -> Path:
+    if not path.exists():
+        raise ArtifactError(f"cannot load module: {path} does not exist")
+    if path.is_file() and path.name == MANIFEST_FILE:
+        return path.parent  # the user pointed at the manifest itself
+    if not path.is_dir():
+        raise ArtifactError(
+            f"cannot load module: {path} is a file; ember modules are directories written by export_library"
+        )
+    if not (path / MANIFEST_FILE).is_file():
+        raise ArtifactError(
+            f"cannot load module: {path} has no {MANIFEST_FILE}; it is not an exported ember module"
+        )
+    return path
+
+
+def _read_manifest(directory: Path) -> dict[str, Any]:
+    manifest_path = directory / MANIFEST_FILE
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"corrupt manifest {manifest_path}: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise ArtifactError(
+            f"corrupt manifest {manifest_path}: it does not declare format {FORMAT_NAME!r}"
+        )
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION:
+        hint = (
+            "upgrade ember"
+            if isinstance(version, int) and version > FORMAT_VERSION
+            else "export it again"
+        )
+        raise ArtifactError(
+            f"{directory} has artifact format version {version!r}, but this ember reads version "
+            f"{FORMAT_VERSION}; {hint}"
+        )
+    return manifest
+
+
+def _string_list(value: Any, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise TypeError(f"{key!r} must be a list of strings")
+    return value
+
+
+def _read_checked_files(
+    directory: Path, manifest: Mapping[str, Any], names: Sequence[str]
+) -> dict[str, bytes]:
+    """Contents of ``names``, each checked against the manifest's sha256."""
+    listed = manifest.get("files")
+    if not isinstance(listed, dict):
+        raise ArtifactError(
+            f"corrupt manifest {directory / MANIFEST_FILE}: no 'files' table"
+        )
+    contents: dict[str, bytes] = {}
+    for name in names:
+        if name != PARAMS_FILE:
+            _check_file_name(name)
+        info = listed.get(name)
+        if not isinstance(info, dict) or not isinstance(info.get("sha256"), str):
+            raise ArtifactError(
+                f"corrupt manifest {directory / MANIFEST_FILE}: no checksum for {name}"
+            )
+        file_path = directory / name
+        try:
+            data = file_path.read_bytes()
+        except FileNotFoundError:
+            raise ArtifactError(
+                f"incomplete artifact {directory}: payload file {name} is missing"
+            ) from None
+        except OSError as e:
+            raise ArtifactError(f"cannot read {file_path}: {e}") from None
+        if _sha256(data) != info["sha256"]:
+            raise ArtifactError(
+                f"corrupt artifact {directory}: {name} does not match its checksum in {MANIFEST_FILE} "
+                "(the file was truncated or modified after export)"
+            )
+        contents[name] = data
+    return contents
+
+
+def _check_params(
+    params: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    signature: FunctionSignature,
+    directory: Path,
+) -> None:
+    if sorted(params) != sorted(names):
+        raise ArtifactError(
+            f"corrupt artifact {directory}: {PARAMS_FILE} holds {sorted(params)}, the manifest lists {sorted(names)}"
+        )
+    for name, values in params.items():
+        spec = signature.input(name)
+        if (
+            spec is None
+            or values.shape != spec.shape
+            or values.dtype.name != spec.dtype
+        ):
+            raise ArtifactError(
+                f"corrupt artifact {directory}: param {name!r} ({values.dtype}{list(values.shape)}) "
+                "does not match the entry signature"
+            )

@@ -1,0 +1,198 @@
+"""The packed-function registry: named Python functions that IR can call.
+
+Mirrors TVM's global function registry (``tvm.register_func``,
+``tvm.get_global_func``) as used by Relax's ``R.call_dps_packed`` and by
+ember's ``graph.call_extern "env.linear"(...)``.
+
+Calling convention (destination passing, exactly as ``call_dps_packed``):
+a registered function is called as ``f(*inputs, *outputs)`` where every
+argument is an :class:`~ember.runtime.ndarray.NDArray` on the host, the
+outputs are preallocated with the result types the IR declares, and ``f``
+writes its results into them and returns ``None``.  Inputs must not be
+written.  Inside ``f``, ``np.from_dlpack(out)`` / ``torch.from_dlpack(out)``
+give writable views without a copy::
+
+    @ember.register_func("env.linear", override=True)
+    def linear(x, w, b, out):
+        np.matmul(np.from_dlpack(x), np.from_dlpack(w).T, out=np.from_dlpack(out))
+        np.add(np.from_dlpack(out), np.from_dlpack(b), out=np.from_dlpack(out))
+
+:func:`call_dps_packed` is the one place that applies this convention, so the
+interpreter and compiled modules call externs the same way.  Names are
+resolved when a module is loaded (:func:`check_registered`), so an unknown
+name fails before anything runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, overload
+
+import numpy as np
+
+from ember.errors import EmberError, RuntimeFailure
+from ember.runtime.ndarray import NDArray, as_ndarray, empty
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class UnknownFunctionError(RuntimeFailure, LookupError):
+    """A name that no function is registered under."""
+
+
+_registry: dict[str, Callable[..., Any]] = {}
+# Registration may happen from pipeline worker threads while another thread
+# resolves names; the lock keeps check-then-insert atomic.
+_lock = threading.Lock()
+
+
+def _origin(func: Callable[..., Any]) -> str:
+    module = getattr(func, "__module__", None) or "?"
+    name = getattr(func, "__qualname__", None) or type(func).__name__
+    return f"{module}.{name}"
+
+
+@overload
+def register_func(
+    func_name: str, f: None = None, override: bool = False
+) -> Callable[[F], F]: ...
+@overload
+def register_func(func_name: str, f: F, override: bool = False) -> F: ...
+@overload
+def register_func(func_name: F, f: None = None, override: bool = False) -> F: ...
+
+
+def register_func(func_name: Any, f: Any = None, override: bool = False) -> Any:
+    """Register ``f`` under ``func_name`` (``tvm.register_func``).
+
+    Three forms, as in TVM::
+
+        register_func("env.relu", relu)                    # a call
+        @register_func("env.relu", override=True)          # a decorator
+        @register_func                                      # name = f.__name__
+
+    Registering a taken name without ``override=True`` is an error naming
+    the name and the function that holds it.  Returns ``f`` (the decorator
+    leaves the function usable from Python).
+    """
+    if callable(func_name) and f is None:
+        f, func_name = func_name, func_name.__name__
+    if not isinstance(func_name, str) or not func_name:
+        raise RuntimeFailure(
+            f"register_func: the name must be a non-empty string, got {func_name!r}"
+        )
+
+    def register(func: F) -> F:
+        if not callable(func):
+            raise RuntimeFailure(
+                f"register_func({func_name!r}): expected a callable, got {func!r}"
+            )
+        with _lock:
+            existing = _registry.get(func_name)
+            if existing is not None and not override:
+                raise RuntimeFailure(
+                    f"global function {func_name!r} is already registered (by {_origin(existing)}); "
+                    "pass override=True to replace it"
+                )
+            _registry[func_name] = func
+        return func
+
+    return register if f is None else register(f)
+
+
+def get_global_func(
+    name: str, allow_missing: bool = False
+) -> Callable[..., Any] | None:
+    """The function registered under ``name`` (``tvm.get_global_func``).
+
+    An unknown name raises :class:`UnknownFunctionError` suggesting close
+    matches, or returns ``None`` with ``allow_missing=True``.
+    """
+    with _lock:
+        func = _registry.get(name)
+    if func is None and not allow_missing:
+        raise UnknownFunctionError(_unknown_message(name))
+    return func
+
+
+def _unknown_message(name: str) -> str:
+    with _lock:
+        names = sorted(_registry)
+    message = f"no global function is registered under {name!r}"
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if close:
+        return message + "; did you mean " + " or ".join(repr(c) for c in close) + "?"
+    if not names:
+        message += " (the registry is empty)"
+    return message + "; register one with ember.register_func(name, f)"
+
+
+def list_global_func_names() -> list[str]:
+    """All registered names, sorted."""
+    with _lock:
+        return sorted(_registry)
+
+
+def remove_global_func(name: str) -> None:
+    """Unregister ``name``; an unknown name is an error (with suggestions)."""
+    with _lock:
+        if name in _registry:
+            del _registry[name]
+            return
+    raise UnknownFunctionError(_unknown_message(name))
+
+
+def check_registered(names: Sequence[str], where: str) -> None:
+    """Fail unless every name in ``names`` is registered; ``where`` says who asked.
+
+    Lists all missing names at once, each with its suggestions, so a user
+    fixing a model does not discover them one run at a time.
+    """
+    missing = [
+        name
+        for name in dict.fromkeys(names)
+        if get_global_func(name, allow_missing=True) is None
+    ]
+    if not missing:
+        return
+    details = "\n".join(f"  {_unknown_message(name)}" for name in missing)
+    raise UnknownFunctionError(
+        f"{where} calls external functions that are not registered:\n{details}"
+    )
+
+
+def call_dps_packed(
+    func_name: str,
+    inputs: Sequence[Any],
+    output_types: Sequence[tuple[Sequence[int], Any]],
+) -> list[NDArray]:
+    """Call registered ``func_name`` destination-passing style and return its outputs.
+
+    ``inputs`` are NDArrays or numpy arrays (numpy ones are wrapped without a
+    copy when already aligned); ``output_types`` are ``(shape, dtype)`` pairs,
+    for which fresh outputs are allocated.  The function must return ``None``
+    (or one of its outputs); returning anything else means it computed a
+    result instead of writing it, which would silently be lost.
+    """
+    func = get_global_func(func_name)
+    args = [
+        as_ndarray(value, f"input {i} of {func_name!r}")
+        for i, value in enumerate(inputs)
+    ]
+    outputs = [empty(tuple(shape), np.dtype(dtype)) for shape, dtype in output_types]
+    try:
+        returned = func(*args, *outputs)
+    except EmberError:
+        raise
+    except Exception as e:
+        raise RuntimeFailure(
+            f"external function {func_name!r} ({_origin(func)}) failed: {type(e).__name__}: {e}"
+        ) from e
+    if returned is not None and not any(returned is out for out in outputs):
+        raise RuntimeFailure(
+            f"external function {func_name!r} returned a {type(returned).__name__}; functions called "
+            "destination-passing style must write into their output arguments and return None"
+        )
+    return outputs
