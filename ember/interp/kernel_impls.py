@@ -140,7 +140,10 @@ class NumpyMemRefFunctions(InterpreterFunctions):
     @impl(memref.LoadOp)
     def run_load(self, interpreter: Interpreter, op: memref.LoadOp, args: PythonValues) -> PythonValues:
         array, *indices = args
-        return (array[_checked_index(op, array, indices)],)
+        value = array[_checked_index(op, array, indices)]
+        # xDSL's integer arith works on Python ints (numpy ints overflow in its
+        # two's-complement helpers); floats stay numpy scalars to round alike.
+        return (value.item() if array.dtype.kind in "iu" else value,)
 
     @impl(memref.StoreOp)
     def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
@@ -213,7 +216,7 @@ class FloatConstantFunctions(InterpreterFunctions):
     def run_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues) -> PythonValues:
         if isinstance(op.value, FloatAttr):
             return (_scalar(op.result.type, op.value.value.data),)
-        return ArithFunctions().run_constant(interpreter, op, args)
+        return ArithFunctions().run_constant(interpreter, op, args).values
 
 
 # --------------------------------------------------------------------------

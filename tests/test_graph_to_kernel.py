@@ -1,0 +1,597 @@
+"""lower-graph-to-kernel: generated kernels compute what the graph ops mean.
+
+Each test lowers a small graph function, runs the generated kernels with the
+kernel interpreter (``run_kernel``, loop by loop) and compares with the
+reference interpreter on the original function.  Shapes are tiny because
+the kernel interpreter runs ~10k loop iterations a second.  Groups of several
+ops (conv2d + batch_norm + relu, dense + bias_add + relu) are lowered into
+one kernel and checked the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+
+import ember
+from ember.dialects.graph import CallKernelOp, ConstantOp, numpy_dtype
+from ember.dialects.kernel import is_kernel
+from ember.errors import PassError
+from ember.interp.kernel_impls import run_kernel
+from ember.lowering.graph_to_kernel import kernel_stem, lower_group, make_group
+from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+
+RNG_SEED = 0
+
+def _random(shape: tuple[int, ...], dtype: Any, positive: bool = False) -> np.ndarray:
+    rng = np.random.default_rng(RNG_SEED + len(shape) + sum(shape))
+    dtype = np.dtype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(-5, 6, size=shape).astype(dtype)
+    values = rng.standard_normal(shape).astype(np.float32)
+    if positive:
+        values = np.abs(values) + np.float32(0.1)
+    return values.astype(dtype)
+
+
+def _inputs(module: ModuleOp, positive: bool = False) -> list[np.ndarray]:
+    main = _main(module)
+    return [
+        _random(tuple(t.get_shape()), numpy_dtype(t.element_type), positive)
+        for t in main.function_type.inputs.data
+    ]
+
+
+def _main(module: ModuleOp) -> FuncOp:
+    return next(
+        op for op in module.ops if isinstance(op, FuncOp) and op.sym_name.data == "main"
+    )
+
+
+def run_lowered(module: ModuleOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """Run @main of a lowered module: constants, then each call_kernel with
+    the kernel interpreter (outputs start as NaN so unwritten elements show)."""
+    main = _main(module)
+    env: dict[Any, np.ndarray] = dict(zip(main.args, args))
+    for op in main.body.block.ops:
+        if isinstance(op, ConstantOp):
+            env[op.results[0]] = op.to_array()
+        elif isinstance(op, CallKernelOp):
+            outs = [
+                np.full(
+                    tuple(r.type.get_shape()), np.nan, numpy_dtype(r.type.element_type)
+                )
+                if numpy_dtype(r.type.element_type).kind == "f"
+                else np.zeros(
+                    tuple(r.type.get_shape()), numpy_dtype(r.type.element_type)
+                )
+                for r in op.results
+            ]
+            run_kernel(module, op.callee, *[env[v] for v in op.operands], *outs)
+            env.update(zip(op.results, outs))
+        elif isinstance(op, ReturnOp):
+            return [env[v] for v in op.operands]
+        else:
+            pytest.fail(f"unexpected op after lowering: {op.name}")
+    pytest.fail("@main has no return")
+
+
+def lower(module: ModuleOp) -> ModuleOp:
+    LowerGraphToKernelPass().apply(Context(), module)
+    ember.verify_module(module)
+    return module
+
+
+def _tolerance(dtype: np.dtype) -> dict[str, float]:
+    if dtype == np.float16:
+        return {"rtol": 2e-3, "atol": 2e-3}
+    return {"rtol": 1e-5, "atol": 1e-5}
+
+
+def check(text: str, positive: bool = False, exact: bool = False) -> ModuleOp:
+    """Lower ``text``'s @main, run it, compare with the reference interpreter."""
+    module = ember.parse(text)
+    args = _inputs(module, positive)
+    expected = ember.interpret(module, "main", *args)
+    lowered = lower(module)
+    assert not any(
+        op.name.startswith("graph.")
+        and op.name not in ("graph.call_kernel", "graph.constant", "graph.call_extern")
+        for op in _main(lowered).body.walk()
+    )
+    results = run_lowered(lowered, args)
+    for got, want in zip(results, expected):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if exact or got.dtype.kind == "i":
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, **_tolerance(got.dtype))
+    return lowered
+
+
+def unary(op: str, shape: str = "2x3x4", dtype: str = "f32", attrs: str = "") -> str:
+    t = f"tensor<{shape}x{dtype}>"
+    return f"""
+func.func @main(%x: {t}) -> {t} {{
+  %0 = graph.{op} %x {attrs} : {t}
+  func.return %0 : {t}
+}}"""
+
+
+def binary(
+    op: str, lhs: str, rhs: str, out: str, dtype: str = "f32", attrs: str = ""
+) -> str:
+    a, b, o = (f"tensor<{s}x{dtype}>" for s in (lhs, rhs, out))
+    return f"""
+func.func @main(%a: {a}, %b: {b}) -> {o} {{
+  %0 = graph.{op} %a, %b {attrs} : ({a}, {b}) -> {o}
+  func.return %0 : {o}
+}}"""
+
+
+# --------------------------------------------------------------------------
+# Every op, alone
+# --------------------------------------------------------------------------
+
+CONV_CASES = {
+    "pad1": ("1x2x5x5", "3x2x3x3", "1x3x5x5", "padding = [1, 1, 1, 1]"),
+    "strided_asymmetric": (
+        "1x2x6x5",
+        "2x2x3x2",
+        "1x2x3x3",
+        "strides = [2, 2], padding = [1, 0, 0, 1]",
+    ),
+    "dilated": ("1x1x6x6", "2x1x2x2", "1x2x4x4", "dilation = [2, 2]"),
+    "groups": ("1x4x4x4", "4x2x3x3", "1x4x2x2", "groups = 2"),
+    "batch2": ("2x1x3x3", "2x1x2x2", "2x2x2x2", ""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_conv2d(case: str) -> None:
+    data, weight, out, attrs = CONV_CASES[case]
+    check(binary("conv2d", data, weight, out, attrs="{" + attrs + "}" if attrs else ""))
+
+
+def test_conv2d_f16() -> None:
+    check(
+        binary(
+            "conv2d", "1x2x4x4", "2x2x3x3", "1x2x4x4", "f16", "{padding = [1, 1, 1, 1]}"
+        )
+    )
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_dense(dtype: str) -> None:
+    # K = 20: one chunk of 16 lanes and a tail of 4.
+    check(binary("dense", "2x20", "3x20", "2x3", dtype))
+
+
+def test_dense_short_reduction() -> None:
+    check(binary("dense", "1x5", "4x5", "1x4"))
+
+
+@pytest.mark.parametrize(
+    "lhs,rhs,out",
+    [("3x4", "4x5", "3x5"), ("2x3x4", "4x2", "2x3x2"), ("2x1x2x3", "3x3x2", "2x3x2x2")],
+)
+def test_matmul(lhs: str, rhs: str, out: str) -> None:
+    check(binary("matmul", lhs, rhs, out))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_bias_add(dtype: str) -> None:
+    check(binary("bias_add", "2x3x2", "3", "2x3x2", dtype))
+
+
+def test_bias_add_last_axis() -> None:
+    check(binary("bias_add", "2x3", "3", "2x3", attrs="{axis = -1}"))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_batch_norm(dtype: str) -> None:
+    x, v = f"tensor<1x3x2x2x{dtype}>", f"tensor<3x{dtype}>"
+    check(
+        f"""
+func.func @main(%x: {x}, %g: {v}, %b: {v}, %m: {v}, %var: {v}) -> {x} {{
+  %0 = graph.batch_norm %x, %g, %b, %m, %var {{epsilon = 1.0e-03 : f32}} : ({x}, {v}, {v}, {v}, {v}) -> {x}
+  func.return %0 : {x}
+}}""",
+        positive=True,
+    )
+
+
+@pytest.mark.parametrize("op", ["relu", "sigmoid", "tanh", "exp", "negative"])
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_unary(op: str, dtype: str) -> None:
+    check(unary(op, dtype=dtype))
+
+
+def test_sqrt() -> None:
+    check(unary("sqrt"), positive=True)
+
+
+def test_relu_f16_is_exact() -> None:
+    check(unary("relu", dtype="f16"), exact=True)
+
+
+def test_negative_int() -> None:
+    check(unary("negative", dtype="i32"))
+
+
+def test_clip() -> None:
+    check(unary("clip", attrs="{min = -0.5 : f32, max = 0.75 : f32}"))
+
+
+@pytest.mark.parametrize(
+    "op", ["add", "subtract", "multiply", "divide", "maximum", "minimum"]
+)
+def test_binary_broadcast(op: str) -> None:
+    check(binary(op, "2x3x4", "3x1", "2x3x4"), positive=op == "divide")
+
+
+def test_binary_broadcast_both_sides() -> None:
+    check(binary("add", "3x1", "1x4", "3x4"))
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "maximum", "minimum"])
+def test_binary_int(op: str) -> None:
+    check(binary(op, "2x3", "3", "2x3", "i32"))
+
+
+def test_add_f16_is_exact() -> None:
+    check(binary("add", "2x8", "8", "2x8", "f16"), exact=True)
+
+
+@pytest.mark.parametrize("axis,shape", [(-1, "2x5"), (0, "3x2"), (1, "2x3x2")])
+def test_softmax(axis: int, shape: str) -> None:
+    check(
+        unary("softmax", shape, attrs=f"{{axis = {axis}}}").replace(
+            f": tensor<{shape}xf32>\n  func",
+            f": (tensor<{shape}xf32>) -> tensor<{shape}xf32>\n  func",
+        )
+    )
+
+
+POOL_CASES = {
+    "max_pad": (
+        "max_pool2d",
+        "1x2x5x5",
+        "1x2x3x3",
+        "pool_size = [3, 3], strides = [2, 2], padding = [1, 1, 1, 1]",
+    ),
+    "max_plain": ("max_pool2d", "1x1x4x4", "1x1x3x3", "pool_size = [2, 2]"),
+    "avg_exclude_pad": (
+        "avg_pool2d",
+        "1x2x5x5",
+        "1x2x3x3",
+        "pool_size = [3, 3], strides = [2, 2], padding = [1, 1, 1, 1]",
+    ),
+    "avg_include_pad": (
+        "avg_pool2d",
+        "1x1x4x5",
+        "1x1x4x3",
+        "pool_size = [3, 3], strides = [1, 2], padding = [1, 1, 1, 1], count_include_pad = true",
+    ),
+    "avg_asymmetric": (
+        "avg_pool2d",
+        "1x1x4x4",
+        "1x1x4x4",
+        "pool_size = [2, 2], padding = [1, 1, 0, 0]",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POOL_CASES))
+def test_pool2d(case: str) -> None:
+    op, data, out, attrs = POOL_CASES[case]
+    x, o = f"tensor<{data}xf32>", f"tensor<{out}xf32>"
+    check(f"""
+func.func @main(%x: {x}) -> {o} {{
+  %0 = graph.{op} %x {{{attrs}}} : ({x}) -> {o}
+  func.return %0 : {o}
+}}""")
+
+
+def test_max_pool2d_f16() -> None:
+    x, o = "tensor<1x1x4x4xf16>", "tensor<1x1x2x2xf16>"
+    check(
+        f"""
+func.func @main(%x: {x}) -> {o} {{
+  %0 = graph.max_pool2d %x {{pool_size = [3, 3], strides = [2, 2], padding = [1, 1, 1, 1]}} : ({x}) -> {o}
+  func.return %0 : {o}
+}}""",
+        exact=True,
+    )
+
+
+def test_global_avg_pool2d() -> None:
+    x, o = "tensor<1x3x3x4xf32>", "tensor<1x3x1x1xf32>"
+    check(f"""
+func.func @main(%x: {x}) -> {o} {{
+  %0 = graph.global_avg_pool2d %x : ({x}) -> {o}
+  func.return %0 : {o}
+}}""")
+
+
+def _one_input(op: str, data: str, out: str, attrs: str = "") -> str:
+    return f"""
+func.func @main(%x: tensor<{data}>) -> tensor<{out}> {{
+  %0 = graph.{op} %x {attrs} : (tensor<{data}>) -> tensor<{out}>
+  func.return %0 : tensor<{out}>
+}}"""
+
+
+@pytest.mark.parametrize(
+    "op,data,out,attrs",
+    [
+        ("batch_flatten", "2x3x2xf32", "2x6xf32", ""),
+        ("reshape", "2x6xi32", "3x1x4xi32", ""),
+        ("reshape", "4x3xf16", "2x6xf16", ""),
+        ("transpose", "2x3x4xf32", "4x2x3xf32", "{axes = [2, 0, 1]}"),
+        ("transpose", "2x3xi32", "3x2xi32", ""),
+        ("cast", "2x3xf32", "2x3xf16", ""),
+        ("cast", "2x3xf16", "2x3xf32", ""),
+        ("cast", "2x3xf32", "2x3xi32", ""),
+        ("cast", "2x3xi32", "2x3xf32", ""),
+        ("cast", "2x3xi32", "2x3xf16", ""),
+    ],
+)
+def test_data_movement(op: str, data: str, out: str, attrs: str) -> None:
+    check(_one_input(op, data, out, attrs), exact=True)
+
+
+def test_concatenate() -> None:
+    a, b, c, o = (
+        "tensor<1x2x2xf32>",
+        "tensor<1x1x2xf32>",
+        "tensor<1x3x2xf32>",
+        "tensor<1x6x2xf32>",
+    )
+    check(
+        f"""
+func.func @main(%a: {a}, %b: {b}, %c: {c}) -> {o} {{
+  %0 = graph.concatenate %a, %b, %c {{axis = 1}} : ({a}, {b}, {c}) -> {o}
+  func.return %0 : {o}
+}}""",
+        exact=True,
+    )
+
+
+# --------------------------------------------------------------------------
+# Groups: several ops, one kernel, no intermediate buffers
+# --------------------------------------------------------------------------
+
+
+def lower_as_group(
+    text: str, positive: bool = False, outputs: list[int] | None = None
+) -> ModuleOp:
+    """Lower all compute ops of @main as ONE group; check against the reference.
+
+    ``outputs`` lists which ops' results leave the group (default: the last).
+    """
+    module = ember.parse(text)
+    args = _inputs(module, positive)
+    main = _main(module)
+    ops = [op for op in main.body.block.ops if not isinstance(op, ReturnOp)]
+    chosen = None if outputs is None else [ops[i].results[0] for i in outputs]
+    group = make_group(ops, chosen)
+    kernel = lower_group(group, kernel_stem(group))
+    kernel_module = ModuleOp([kernel])
+    kernel_module.verify()
+    expected = {
+        op.results[0]: value
+        for op, value in zip(ops, _intermediates(module, args, ops))
+    }
+    buffers = {v: a for v, a in zip(main.args, args)}
+    outs = [
+        np.full(tuple(v.type.get_shape()), np.nan, numpy_dtype(v.type.element_type))
+        for v in group.outputs
+    ]
+    run_kernel(
+        kernel_module, kernel.sym_name.data, *[buffers[v] for v in group.inputs], *outs
+    )
+    for value, got in zip(group.outputs, outs):
+        np.testing.assert_allclose(got, expected[value], **_tolerance(got.dtype))
+    return kernel_module
+
+
+def _intermediates(
+    module: ModuleOp, args: list[np.ndarray], ops: list[Any]
+) -> list[np.ndarray]:
+    """The reference value of every op's result, op by op."""
+    from ember.interp import evaluate
+
+    env = dict(zip(_main(module).args, args))
+    values = []
+    for op in ops:
+        env[op.results[0]] = evaluate(op, [env[v] for v in op.operands])
+        values.append(env[op.results[0]])
+    return values
+
+
+CONV_BN_RELU = """
+func.func @main(%x: tensor<1x2x5x5x{t}>, %w: tensor<3x2x3x3x{t}>, %g: tensor<3x{t}>, %b: tensor<3x{t}>, %m: tensor<3x{t}>, %v: tensor<3x{t}>) -> tensor<1x3x5x5x{t}> {{
+  %0 = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : (tensor<1x2x5x5x{t}>, tensor<3x2x3x3x{t}>) -> tensor<1x3x5x5x{t}>
+  %1 = graph.batch_norm %0, %g, %b, %m, %v : (tensor<1x3x5x5x{t}>, tensor<3x{t}>, tensor<3x{t}>, tensor<3x{t}>, tensor<3x{t}>) -> tensor<1x3x5x5x{t}>
+  %2 = graph.relu %1 : tensor<1x3x5x5x{t}>
+  func.return %2 : tensor<1x3x5x5x{t}>
+}}"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_group_conv2d_batch_norm_relu(dtype: str) -> None:
+    kernel_module = lower_as_group(CONV_BN_RELU.format(t=dtype), positive=True)
+    (kernel,) = kernel_module.ops
+    assert kernel.sym_name.data == "fused_conv2d_batch_norm_relu"
+    # Only the accumulator row and the padded input are scratch: no buffer
+    # holds the conv2d or batch_norm result.
+    allocs = [op for op in kernel.walk() if op.name == "memref.alloc"]
+    assert sorted(str(a.results[0].type) for a in allocs) == sorted(
+        ["memref<5xf32>", "memref<1x2x7x7xf32>"]
+    )
+
+
+def test_group_dense_bias_add_relu() -> None:
+    kernel_module = lower_as_group("""
+func.func @main(%x: tensor<2x20xf32>, %w: tensor<6x20xf32>, %b: tensor<6xf32>) -> tensor<2x6xf32> {
+  %0 = graph.dense %x, %w : (tensor<2x20xf32>, tensor<6x20xf32>) -> tensor<2x6xf32>
+  %1 = graph.bias_add %0, %b : (tensor<2x6xf32>, tensor<6xf32>) -> tensor<2x6xf32>
+  %2 = graph.relu %1 : tensor<2x6xf32>
+  func.return %2 : tensor<2x6xf32>
+}""")
+    (kernel,) = kernel_module.ops
+    assert kernel.sym_name.data == "fused_dense_bias_add_relu"
+    assert [str(t) for t in kernel.function_type.inputs.data] == [
+        "memref<2x20xf32>",
+        "memref<6x20xf32>",
+        "memref<6xf32>",
+        "memref<2x6xf32>",
+    ]
+
+
+def test_group_conv2d_multiply_add_relu_with_broadcast_operands() -> None:
+    lower_as_group("""
+func.func @main(%x: tensor<1x1x4x4xf32>, %w: tensor<2x1x3x3xf32>, %s: tensor<2x1x1xf32>, %r: tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  %0 = graph.conv2d %x, %w : (tensor<1x1x4x4xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x2x2xf32>
+  %1 = graph.multiply %0, %s : (tensor<1x2x2x2xf32>, tensor<2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %2 = graph.add %r, %1 : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %3 = graph.relu %2 : tensor<1x2x2x2xf32>
+  func.return %3 : tensor<1x2x2x2xf32>
+}""")
+
+
+def test_group_with_injective_epilogue_and_two_outputs() -> None:
+    # The matmul result leaves the group, and so does its transposed, flattened
+    # relu: two stores from one loop nest, the second at moved indices.
+    lower_as_group(
+        """
+func.func @main(%a: tensor<3x4xf32>, %b: tensor<4x2xf32>) -> tensor<6xf32> {
+  %0 = graph.matmul %a, %b : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  %1 = graph.relu %0 : tensor<3x2xf32>
+  %2 = graph.transpose %1 : (tensor<3x2xf32>) -> tensor<2x3xf32>
+  %3 = graph.reshape %2 : (tensor<2x3xf32>) -> tensor<6xf32>
+  %4 = graph.exp %3 : tensor<6xf32>
+  func.return %4 : tensor<6xf32>
+}""",
+        outputs=[0, 4],
+    )
+
+
+def test_group_diamond_uses_both_values() -> None:
+    lower_as_group("""
+func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = graph.softmax %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = graph.sqrt %0 : tensor<2x3xf32>
+  %2 = graph.multiply %0, %1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %2 : tensor<2x3xf32>
+}""")
+
+
+def _ops_of(text: str) -> list[Any]:
+    main = _main(ember.parse(text))
+    return [op for op in main.body.block.ops if not isinstance(op, ReturnOp)]
+
+
+def test_group_rejects_an_anchor_after_the_first_op() -> None:
+    ops = _ops_of("""
+func.func @main(%x: tensor<2x4xf32>, %w: tensor<3x4xf32>) -> tensor<2x3xf32> {
+  %0 = graph.relu %x : tensor<2x4xf32>
+  %1 = graph.dense %0, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  func.return %1 : tensor<2x3xf32>
+}""")
+    with pytest.raises(
+        PassError,
+        match="cannot lower 'graph.dense'.*cannot be fused after 'graph.relu'",
+    ):
+        make_group(ops)
+
+
+def test_group_rejects_broadcasting_a_group_value() -> None:
+    ops = _ops_of("""
+func.func @main(%x: tensor<3xf32>, %y: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %0 = graph.relu %x : tensor<3xf32>
+  %1 = graph.add %0, %y : (tensor<3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %1 : tensor<2x3xf32>
+}""")
+    with pytest.raises(
+        PassError, match="broadcasts a group value of shape \\[3\\] to \\[2, 3\\]"
+    ):
+        make_group(ops)
+
+
+def test_group_rejects_a_value_left_behind_by_a_transpose() -> None:
+    ops = _ops_of("""
+func.func @main(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %0 = graph.relu %x : tensor<2x2xf32>
+  %1 = graph.transpose %0 : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %2 = graph.add %0, %1 : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  func.return %2 : tensor<2x2xf32>
+}""")
+    with pytest.raises(PassError, match="computed before a reshape or transpose"):
+        make_group(ops)
+
+
+# --------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------
+
+
+def test_pass_names_and_deduplicates_kernels() -> None:
+    lowered = check("""
+func.func @relu(%x: tensor<2xf32>) -> tensor<2xf32> {
+  func.return %x : tensor<2xf32>
+}
+func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x3x3xf32>, %v: tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32> {
+  %0 = graph.conv2d %x, %w {padding = [1, 1, 1, 1]} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x4x4xf32>
+  %1 = graph.relu %0 : tensor<1x2x4x4xf32>
+  %2 = graph.conv2d %1, %w {padding = [1, 1, 1, 1]} : (tensor<1x2x4x4xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x4x4xf32>
+  %3 = graph.conv2d %2, %v : (tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
+  func.return %3 : tensor<1x3x4x4xf32>
+}""")
+    calls = [
+        op.callee
+        for op in _main(lowered).body.block.ops
+        if isinstance(op, CallKernelOp)
+    ]
+    assert calls == ["conv2d", "relu_1", "conv2d", "conv2d_1"]
+    kernels = [op.sym_name.data for op in lowered.ops if is_kernel(op)]
+    assert kernels == ["conv2d", "relu_1", "conv2d_1"]
+
+
+def test_pass_keeps_constants_and_extern_calls() -> None:
+    module = ember.parse("""
+func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %c = graph.constant {value = dense<[1.0, -2.0]> : tensor<2xf32>} : tensor<2xf32>
+  %0 = graph.add %x, %c : tensor<2xf32>
+  %1 = graph.call_extern "env.relu"(%0) : (tensor<2xf32>) -> tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}""")
+    lowered = lower(module)
+    names = [op.name for op in _main(lowered).body.block.ops]
+    assert names == [
+        "graph.constant",
+        "graph.call_kernel",
+        "graph.call_extern",
+        "func.return",
+    ]
+
+
+def test_pass_rejects_unsupported_ops_before_changing_anything() -> None:
+    module = ember.parse("""
+func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = graph.relu %x : tensor<2xf32>
+  %1 = arith.addf %0, %0 : tensor<2xf32>
+  func.return %1 : tensor<2xf32>
+}""")
+    before = str(module)
+    with pytest.raises(
+        PassError, match="(?s)cannot lower 'arith.addf': only graph ops.*in @main"
+    ):
+        LowerGraphToKernelPass().apply(Context(), module)
+    assert str(module) == before
