@@ -118,8 +118,7 @@ class JitModule:
 
     def assembly(self) -> str:
         """Host assembly of the optimised module."""
-        llvm = _llvm()
-        return _shared_target_machine().emit_assembly(llvm.parse_assembly(self.llvm_ir))
+        return assembly(self.llvm_ir)
 
     def emit_object(self) -> bytes:
         """An object file of the optimised module, for ``load_object``."""
@@ -140,7 +139,8 @@ def _check_llvm_only(module: ModuleOp) -> None:
             )
 
 
-def _translate(module: ModuleOp) -> str:
+def translate(module: ModuleOp) -> str:
+    """llvm-dialect module → LLVM IR text (xDSL's translator), unoptimised."""
     from xdsl.backend.llvm.convert import convert_module
 
     machine = _shared_target_machine()
@@ -167,6 +167,12 @@ def optimize(llvm_ir: str) -> str:
     return str(parsed)
 
 
+def assembly(llvm_ir: str) -> str:
+    """Host assembly for LLVM IR text."""
+    llvm = _llvm()
+    return _shared_target_machine().emit_assembly(llvm.parse_assembly(llvm_ir))
+
+
 def _engine(llvm_ir: str) -> ExecutionEngine:
     llvm = _llvm()
     parsed = llvm.parse_assembly(llvm_ir)
@@ -180,7 +186,7 @@ def compile_llvm(module: ModuleOp) -> JitModule:
     """Compile a module of llvm-dialect ops to native code in this process."""
     _check_llvm_only(module)
     try:
-        llvm_ir = optimize(_translate(module))
+        llvm_ir = optimize(translate(module))
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     return JitModule(_engine(llvm_ir), llvm_ir)
@@ -215,6 +221,8 @@ def compile_kernels(module: ModuleOp) -> JitModule:
 
 __all__ = [
     "JitModule",
+    "assembly",
+    "translate",
     "compile_kernels",
     "compile_llvm",
     "host_target_machine",

@@ -345,14 +345,14 @@ class Module(ABC):
 
 # Target name → "module:Class" (imported on first use) or the class itself.
 _BACKENDS: dict[str, str | type[Module]] = {
-    "interp": "ember.runtime.module:InterpModule"
+    "interp": "ember.runtime.module:InterpModule",
+    "llvm": "ember.runtime.cpu:LLVMModule",
 }
 
 # Targets the design promises but whose code generation does not exist yet.
 # Building for them is an error: a silent interpreter fallback would make
 # benchmarks and tests lie.  A backend's registration removes its entry.
 _PLANNED_TARGETS: dict[str, str] = {
-    "llvm": "CPU code generation (kernel dialect -> LLVM) is not available yet",
     "cuda": "CUDA code generation is not available yet",
 }
 

@@ -176,12 +176,24 @@ def call_dps_packed(
     (or one of its outputs); returning anything else means it computed a
     result instead of writing it, which would silently be lost.
     """
+    outputs = [empty(tuple(shape), np.dtype(dtype)) for shape, dtype in output_types]
+    call_dps_packed_into(func_name, inputs, outputs)
+    return outputs
+
+
+def call_dps_packed_into(
+    func_name: str, inputs: Sequence[Any], outputs: Sequence[NDArray]
+) -> None:
+    """Call registered ``func_name`` as ``f(*inputs, *outputs)`` on given outputs.
+
+    The one place the destination-passing convention is applied; compiled
+    code calls it with views of its own buffers.
+    """
     func = get_global_func(func_name)
     args = [
         as_ndarray(value, f"input {i} of {func_name!r}")
         for i, value in enumerate(inputs)
     ]
-    outputs = [empty(tuple(shape), np.dtype(dtype)) for shape, dtype in output_types]
     try:
         returned = func(*args, *outputs)
     except EmberError:
@@ -195,4 +207,3 @@ def call_dps_packed(
             f"external function {func_name!r} returned a {type(returned).__name__}; functions called "
             "destination-passing style must write into their output arguments and return None"
         )
-    return outputs

@@ -1,0 +1,356 @@
+"""A graph program to ONE native entry point: the graph executor's plan in code.
+
+After ``lower-graph-to-kernel`` a graph function holds only
+``graph.constant``, ``graph.call_kernel``, ``graph.call_extern`` and
+``func.return``.  This lowering turns such a function into
+
+    llvm.func @__ember_entry_<name>(%frame: !llvm.ptr)
+
+that calls every kernel in order, so that running a network costs one native
+call instead of one Python call per kernel (what TVM's graph executor does in
+C++, and what Relax's VM does with its instruction list).
+
+``frame`` is an array of pointers that the runtime fills once:
+
+    [inputs…, outputs…, constants…, workspace, context]
+
+* Intermediate tensors live in one *workspace* buffer.  A static memory plan
+  gives each an offset; a buffer is reused once its value is dead (linear
+  scan over the op order, first fit, 64-byte aligned).
+* A value the function returns is computed straight into its output buffer
+  (destination passing); one that is an argument, a constant or already
+  returned at another position is copied with ``memcpy``.
+* ``graph.call_extern`` calls ``ember_call_extern(context, site, buffers)``,
+  a symbol the runtime provides: ``site`` numbers the call in
+  :attr:`ProgramLayout.externs`, ``buffers`` points at the inputs then the
+  outputs.  The runtime maps it to the registered Python function.
+
+The plan (:class:`ProgramLayout`) is plain data that serialises to JSON, so
+an exported artifact can rebuild the frame without the IR.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from math import prod
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp, numpy_dtype
+from ember.errors import PassError
+from ember.ir import describe_op
+
+PTR = llvm.LLVMPointerType()
+ALIGNMENT = 64
+EXTERN_SYMBOL = "ember_call_extern"
+"""The runtime-provided function ``void (ptr context, i64 site, ptr buffers)``."""
+
+
+def entry_symbol(function: str) -> str:
+    """The native symbol of a lowered graph function."""
+    return f"__ember_entry_{function}"
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """Shape and dtype of one tensor crossing the frame."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+@dataclass(frozen=True)
+class ExternSite:
+    """One ``graph.call_extern``: which function, with which buffers."""
+
+    function: str
+    inputs: tuple[BufferSpec, ...]
+    outputs: tuple[BufferSpec, ...]
+
+
+@dataclass
+class ProgramLayout:
+    """Everything the runtime needs to build the frame and call the entry."""
+
+    function: str
+    symbol: str
+    inputs: list[BufferSpec] = field(default_factory=list)
+    outputs: list[BufferSpec] = field(default_factory=list)
+    constants: list[BufferSpec] = field(default_factory=list)
+    workspace_bytes: int = 0
+    externs: list[ExternSite] = field(default_factory=list)
+
+    @property
+    def workspace_slot(self) -> int:
+        return len(self.inputs) + len(self.outputs) + len(self.constants)
+
+    @property
+    def context_slot(self) -> int:
+        return self.workspace_slot + 1
+
+    @property
+    def frame_size(self) -> int:
+        return self.context_slot + 1
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProgramLayout:
+        def specs(items: list[dict[str, Any]]) -> list[BufferSpec]:
+            return [BufferSpec(d["name"], tuple(d["shape"]), d["dtype"]) for d in items]
+
+        return cls(
+            function=data["function"],
+            symbol=data["symbol"],
+            inputs=specs(data["inputs"]),
+            outputs=specs(data["outputs"]),
+            constants=specs(data["constants"]),
+            workspace_bytes=int(data["workspace_bytes"]),
+            externs=[
+                ExternSite(
+                    e["function"], tuple(specs(e["inputs"])), tuple(specs(e["outputs"]))
+                )
+                for e in data["externs"]
+            ],
+        )
+
+
+def _spec(name: str, value: SSAValue) -> BufferSpec:
+    t = value.type
+    assert isinstance(t, TensorType)  # guaranteed by the graph verifiers
+    return BufferSpec(name, tuple(t.get_shape()), numpy_dtype(t.element_type).name)
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+class _WorkspacePlan:
+    """First-fit allocation of intermediate tensors in one buffer."""
+
+    def __init__(self) -> None:
+        self.live: list[tuple[int, int]] = []  # (offset, size), sorted by offset
+        self.size = 0
+
+    def allocate(self, nbytes: int) -> int:
+        nbytes = _aligned(max(nbytes, 1))
+        offset = 0
+        for start, size in self.live:
+            if start - offset >= nbytes:
+                break
+            offset = start + size
+        self.live.append((offset, nbytes))
+        self.live.sort()
+        self.size = max(self.size, offset + nbytes)
+        return offset
+
+    def free(self, offset: int) -> None:
+        self.live = [(o, s) for o, s in self.live if o != offset]
+
+
+def _check_program(function: func.FuncOp) -> None:
+    for op in function.body.walk():
+        if op is function:
+            continue
+        if not isinstance(op, ConstantOp | CallKernelOp | CallExternOp | func.ReturnOp):
+            raise PassError(
+                f"lower-program-to-llvm: {op.name} is not lowered to a kernel call "
+                f"(run lower-graph-to-kernel first)\n{describe_op(op)}"
+            )
+    if len(function.body.blocks) != 1:
+        raise PassError(
+            f"lower-program-to-llvm: @{function.sym_name.data} has several blocks"
+        )
+
+
+class _ProgramTranslator:
+    def __init__(self, function: func.FuncOp) -> None:
+        self.function = function
+        self.name = function.sym_name.data
+        self.layout = ProgramLayout(self.name, entry_symbol(self.name))
+        self.block = Block(arg_types=[PTR])
+        self.frame = self.block.args[0]
+        self.frame.name_hint = "frame"
+        self.pointers: dict[SSAValue, SSAValue] = {}
+        self.constants: list[np.ndarray] = []
+
+    def _emit(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def _i64(self, value: int) -> SSAValue:
+        return self._emit(llvm.ConstantOp(IntegerAttr(value, i64), i64))
+
+    def _slot(self, index: int, name: str) -> SSAValue:
+        address = self._emit(llvm.GEPOp(self.frame, [index], PTR, inbounds=True))
+        pointer = self._emit(llvm.LoadOp(address, PTR))
+        pointer.name_hint = name
+        return pointer
+
+    def _workspace_pointer(self, workspace: SSAValue, offset: int) -> SSAValue:
+        if offset == 0:
+            return workspace
+        return self._emit(
+            llvm.GEPOp(workspace, [offset], IntegerType(8), inbounds=True)
+        )
+
+    def translate(self) -> tuple[llvm.FuncOp, ProgramLayout, list[np.ndarray]]:
+        body = self.function.body.block
+        ops = list(body.ops)
+        ret = ops[-1]
+        assert isinstance(ret, func.ReturnOp)
+        returned = list(ret.arguments)
+
+        # Slots: inputs, outputs, constants, workspace, context.
+        for arg in body.args:
+            self.layout.inputs.append(_spec(arg.name_hint or f"arg{arg.index}", arg))
+        for i, value in enumerate(returned):
+            self.layout.outputs.append(_spec(f"output{i}", value))
+        constant_ops = [op for op in ops if isinstance(op, ConstantOp)]
+        for i, op in enumerate(constant_ops):
+            self.layout.constants.append(
+                _spec(op.result.name_hint or f"const{i}", op.result)
+            )
+            self.constants.append(op.to_array())
+
+        n_in, n_out = len(self.layout.inputs), len(self.layout.outputs)
+        for i, arg in enumerate(body.args):
+            self.pointers[arg] = self._slot(i, arg.name_hint or f"arg{i}")
+        output_pointers = [self._slot(n_in + i, f"out{i}") for i in range(n_out)]
+        for i, op in enumerate(constant_ops):
+            self.pointers[op.result] = self._slot(n_in + n_out + i, f"c{i}")
+        workspace = self._slot(self.layout.workspace_slot, "workspace")
+        context = self._slot(self.layout.context_slot, "context")
+
+        # Values computed straight into an output buffer (first position only).
+        direct: dict[SSAValue, int] = {}
+        for i, value in enumerate(returned):
+            if (
+                value.owner in ops
+                and not isinstance(value.owner, ConstantOp)
+                and value not in direct
+            ):
+                direct[value] = i
+        position = {op: i for i, op in enumerate(ops)}
+        last_use = {
+            v: max((position[u.operation] for u in v.uses), default=-1)
+            for op in ops
+            for v in op.results
+        }
+
+        plan = _WorkspacePlan()
+        offsets: dict[SSAValue, int] = {}
+        for index, op in enumerate(ops):
+            if not isinstance(op, CallKernelOp | CallExternOp):
+                continue
+            for result in op.results:
+                if result in direct:
+                    self.pointers[result] = output_pointers[direct[result]]
+                else:
+                    offsets[result] = plan.allocate(_spec("", result).nbytes)
+            # Free the buffers whose last use is this op (after its results are placed,
+            # so an op never writes into a buffer it reads).
+            for operand in op.operands:
+                if operand in offsets and last_use[operand] == index:
+                    plan.free(offsets[operand])
+            for result in op.results:
+                if result in offsets and not result.uses:
+                    plan.free(offsets[result])
+        self.layout.workspace_bytes = plan.size
+        for value, offset in offsets.items():
+            pointer = self._workspace_pointer(workspace, offset)
+            self.pointers[value] = pointer
+
+        for op in ops:
+            if isinstance(op, CallKernelOp):
+                buffers = [self.pointers[v] for v in (*op.operands, *op.results)]
+                self._emit(llvm.CallOp(op.callee, *buffers))
+            elif isinstance(op, CallExternOp):
+                self._call_extern(op, context)
+
+        for i, value in enumerate(returned):
+            if direct.get(value) == i:
+                continue
+            nbytes = self._i64(self.layout.outputs[i].nbytes)
+            self._emit(
+                llvm.CallOp(
+                    "memcpy",
+                    output_pointers[i],
+                    self.pointers[value],
+                    nbytes,
+                    return_type=PTR,
+                )
+            )
+        self.block.add_op(llvm.ReturnOp())
+
+        entry = llvm.FuncOp(
+            self.layout.symbol,
+            llvm.LLVMFunctionType([PTR]),
+            linkage=llvm.LinkageAttr("external"),
+            body=Region(self.block),
+        )
+        return entry, self.layout, self.constants
+
+    def _call_extern(self, op: CallExternOp, context: SSAValue) -> None:
+        site = len(self.layout.externs)
+        self.layout.externs.append(
+            ExternSite(
+                op.function,
+                tuple(_spec(f"in{i}", v) for i, v in enumerate(op.operands)),
+                tuple(_spec(f"out{i}", v) for i, v in enumerate(op.results)),
+            )
+        )
+        values = [*op.operands, *op.results]
+        count = self._i64(len(values))
+        array = self._emit(llvm.AllocaOp(count, PTR))
+        for i, value in enumerate(values):
+            address = self._emit(llvm.GEPOp(array, [i], PTR, inbounds=True))
+            self.block.add_op(llvm.StoreOp(self.pointers[value], address))
+        self._emit(llvm.CallOp(EXTERN_SYMBOL, context, self._i64(site), array))
+
+
+def lower_program_to_llvm(
+    module: ModuleOp, function: str = "main"
+) -> tuple[ProgramLayout, list[np.ndarray]]:
+    """Replace graph function ``function`` by its native entry, in place.
+
+    Returns the frame layout and the constant arrays (in constant-slot
+    order).  Raises :class:`PassError` before changing anything when the
+    function still holds graph ops other than constants and calls.
+    """
+    target = next(
+        (
+            op
+            for op in module.ops
+            if isinstance(op, func.FuncOp) and op.sym_name.data == function
+        ),
+        None,
+    )
+    if target is None:
+        raise PassError(f"lower-program-to-llvm: no function @{function}")
+    _check_program(target)
+    entry, layout, constants = _ProgramTranslator(target).translate()
+    module.body.block.insert_op_before(entry, target)
+    module.body.block.erase_op(target)
+    declared = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
+    # Declare only what is called: MCJIT must resolve every declared symbol
+    # it links, and EXTERN_SYMBOL exists only once the runtime installed it.
+    declarations = {"memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR)}
+    if layout.externs:
+        declarations[EXTERN_SYMBOL] = llvm.LLVMFunctionType([PTR, i64, PTR])
+    for name, signature in declarations.items():
+        if name not in declared:
+            module.body.block.add_op(
+                llvm.FuncOp(name, signature, linkage=llvm.LinkageAttr("external"))
+            )
+    return layout, constants
