@@ -25,6 +25,8 @@ __all__ = [
     "PassError",
     "RuntimeFailure",
     "interpret",
+    "apply_passes",
+    "bind_params",
     "build",
     "cpu",
     "cuda",
@@ -64,6 +66,22 @@ _RUNTIME_EXPORTS: dict[str, str] = {
     "load_params": "ember.runtime.module",
     "GraphExecutor": "ember.runtime.graph_executor",
 }
+
+
+def apply_passes(module: Any, pipeline: Any, *, verify: bool = True) -> Any:
+    """Run a pass pipeline (``"simplify-inference,fold-constants"``, as for
+    ``ember-opt -p``) on a copy of ``module`` and return the copy."""
+    from ember.passes.pipeline import apply_passes as _apply_passes
+
+    return _apply_passes(module, pipeline, verify=verify)
+
+
+def bind_params(module: Any, params: Any, *, entry: str = "main") -> Any:
+    """A copy of ``module`` whose named arguments of ``entry`` are constants
+    (Relax ``BindParams``)."""
+    from ember.passes.bind_params import bind_params as _bind_params
+
+    return _bind_params(module, params, entry=entry)
 
 
 def __getattr__(name: str) -> Any:

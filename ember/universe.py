@@ -27,7 +27,13 @@ def _kernel() -> Dialect:
     return Kernel
 
 
-EMBER_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "kernel": _kernel}
+def _pipeline() -> Dialect:
+    from ember.dialects.pipeline import Pipeline
+
+    return Pipeline
+
+
+EMBER_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _graph, "kernel": _kernel, "pipeline": _pipeline}
 
 
 def _passes() -> dict[str, Callable[[], type[ModulePass]]]:

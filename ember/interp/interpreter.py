@@ -56,7 +56,13 @@ _BUILTIN_FUNCTIONS: tuple[type[InterpreterFunctions], ...] = (
     FuncFunctions,
     GraphFunctions,
 )
-_REGISTERED_FUNCTIONS: list[FunctionsSpec] = []
+# ember's other ops, imported on first use: pipelines, kernel calls, and
+# graph.call_extern through the runtime registry.
+_REGISTERED_FUNCTIONS: list[FunctionsSpec] = [
+    "ember.interp.pipeline_impls:PipelineFunctions",
+    "ember.interp.kernel_impls:CallKernelFunctions",
+    "ember.runtime.module:ExternFunctions",
+]
 
 
 def register_functions(functions: FunctionsSpec) -> None:
@@ -148,9 +154,16 @@ def make_interpreter(
 # --------------------------------------------------------------------------
 
 
+# Ops that run like functions: func.func, and pipeline.graph (whose stages
+# are functions run one after another: the pipeline's reference semantics).
+_CALLABLE_OPS = ("func.func", "pipeline.graph")
+
+
 def _functions_of(module: ModuleOp) -> dict[str, FuncOp]:
     return {
-        op.sym_name.data: op for op in module.body.block.ops if isinstance(op, FuncOp)
+        op.sym_name.data: op
+        for op in module.body.block.ops
+        if op.name in _CALLABLE_OPS
     }
 
 
@@ -174,7 +187,7 @@ def _entry_function(module: Any, entry: str | FuncOp) -> FuncOp:
         raise InterpretError(
             f"no function @{entry} in the module (functions: {existing})"
         )
-    if func.is_declaration:
+    if getattr(func, "is_declaration", False):
         raise InterpretError(f"@{func.sym_name.data} is a declaration without a body")
     return func
 
@@ -188,8 +201,9 @@ def _check_implemented(interpreter: EmberInterpreter, entry: FuncOp) -> None:
         for op in func.body.walk():
             if not interpreter.implements(op):
                 raise InterpretError(_no_impl_message(op))
-            if isinstance(op, CallOp):
-                callee = functions.get(op.callee.root_reference.data)
+            callee_name = _callee_name(op)
+            if callee_name is not None:
+                callee = functions.get(callee_name)
                 if (
                     callee is not None
                     and not callee.is_declaration
@@ -291,6 +305,13 @@ def _check_results(func: FuncOp, results: Sequence[Any]) -> list[np.ndarray]:
             )
         out.append(array)
     return out
+
+
+def _callee_name(op: Operation) -> str | None:
+    """The function ``op`` calls: ``func.call`` or a ``pipeline.stage``."""
+    if isinstance(op, CallOp):
+        return op.callee.root_reference.data
+    return getattr(op, "callee_name", None)
 
 
 # --------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from xdsl.interpreters.math import MathFunctions
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import InterpretationError, VerifyException
 
+from ember.dialects.graph import CallKernelOp
 from ember.dialects.kernel import (
     BlockOp,
     ForOp,
@@ -280,3 +281,27 @@ def run_kernel(module: ModuleOp, name: str, *arrays: np.ndarray) -> None:
         kernel_interpreter(module).call_op(func, tuple(arrays))
     except InterpretationError as e:
         raise RuntimeFailure(f"interpreting kernel @{name} failed: {e}") from None
+
+
+# --------------------------------------------------------------------------
+# graph.call_kernel in graph programs (Relax call_tir's reference semantics)
+# --------------------------------------------------------------------------
+
+
+@register_impls
+class CallKernelFunctions(InterpreterFunctions):
+    """``graph.call_kernel``: allocate the outputs, interpret the kernel on them."""
+
+    @impl(CallKernelOp)
+    def run_call_kernel(
+        self, interpreter: Interpreter, op: CallKernelOp, args: PythonValues
+    ) -> PythonValues:
+        outputs = [
+            np.empty(tuple(r.type.get_shape()), dtype_of(r.type.element_type))
+            for r in op.results
+        ]
+        module = op.get_toplevel_object()
+        assert isinstance(module, ModuleOp)  # call_kernel verifies its callee there
+        inputs = [np.ascontiguousarray(a) for a in args]
+        run_kernel(module, op.callee, *inputs, *outputs)
+        return tuple(outputs)

@@ -24,4 +24,9 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "lower-kernel-to-llvm": _lazy("lower_kernel_to_llvm", "LowerKernelToLLVMPass"),
+    "lower-graph-to-kernel": _lazy("lower_graph_to_kernel", "LowerGraphToKernelPass"),
+    "simplify-inference": _lazy("simplify_inference", "SimplifyInferencePass"),
+    "fold-constants": _lazy("fold_constants", "FoldConstantsPass"),
+    "bind-params": _lazy("bind_params", "BindParamsPass"),
+    "split-graph": _lazy("split_graph", "SplitGraphPass"),
 }

@@ -1,0 +1,415 @@
+"""``split-graph``: cut a function into consecutive subgraphs and a pipeline.
+
+The seeds' ``graph_split(net["main"], [{"op_name": "nn.relu", "op_index":
+0}], params)`` (TVM's ``tests/python/relay/test_pipeline_executor.py``) as a
+pass.  ``split-graph{ops=relu indices=0}`` splits ``@main`` after its first
+``graph.relu``: the ops up to and including it become ``@main_0``, the rest
+``@main_1``, and ``@main`` itself becomes the ``pipeline.graph @main`` that
+connects them (see ``ember.dialects.pipeline``).
+
+The split specification
+-----------------------
+``ops`` and ``indices`` describe the cuts.  Cut ``k`` is made right after the
+``indices[k]``-th (0-based) occurrence of op ``ops[k]`` among the ops directly
+in the function body, counting occurrences of each op name separately.  When
+``ops`` names one op, it applies to every index (``ops=relu indices=0,2`` cuts
+after the first and the third relu); otherwise ``ops`` and ``indices`` must
+have the same length.  Cuts may be listed in any order; the stages follow
+program order.  An op name without a dialect prefix means the ``graph`` op
+(``relu`` is ``graph.relu``); xDSL's pipeline syntax needs quotes around a
+dotted name (``ops="graph.relu"``).  ``N`` cuts give ``N + 1`` stages.
+
+These are errors, reported before anything changes: no cut, a length
+mismatch, an op the function does not contain, an index out of range, two
+cuts at the same op, a cut after the function's last op (the last stage
+would be empty), and a function that does not exist or has no body.
+
+What crosses a cut
+------------------
+Every value a stage uses but does not define becomes an input of that stage:
+a function argument (with its name kept) or an output of the earlier stage
+that defines it (named ``data_n``; the printer numbers repeats within a stage,
+``%data_n``, ``%data_n_1``, …, and ``data_n_0`` addresses the first in
+:class:`~ember.pipeline.PipelineConfig`, as TVM's ``data_n_0`` did).  A
+stage's outputs are the values it defines that a later stage or the function
+result uses, in program order; each is connected directly to every stage
+that uses it, so a value produced in stage 0 and used in stage 2 does not
+pass through stage 1.  A function argument returned as a result goes through
+the last stage (a pipeline's global input may feed only stage inputs).
+Running the stages one after another therefore computes exactly what the
+function did.  Each stage is placed on ``target``/``device`` (``llvm`` on
+``cpu:0`` by default); ``ember.pipeline.PipelineConfig`` re-places them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from ember.dialects.pipeline import GraphOp, StageOp, YieldOp, check_placement
+from ember.errors import PassError
+
+__all__ = [
+    "SplitGraphPass",
+    "SplitPlan",
+    "plan_split",
+    "split_graph",
+    "stage_functions",
+]
+
+# Name of stage inputs that carry values of earlier stages (TVM: data_n_<k>).
+_CROSSING_PREFIX = "data_n"
+
+
+# --------------------------------------------------------------------------
+# The split specification
+# --------------------------------------------------------------------------
+
+
+def _full_op_name(name: str) -> str:
+    return name if "." in name else f"graph.{name}"
+
+
+def _spec_text(ops: Sequence[str], indices: Sequence[int]) -> str:
+    return f"split-graph{{ops={','.join(ops)} indices={','.join(map(str, indices))}}}"
+
+
+def _normalized_cuts(
+    ops: Sequence[str], indices: Sequence[int], spec: str
+) -> list[tuple[str, int]]:
+    """``(op name, occurrence)`` per cut, after the one-op-for-all-indices rule."""
+    if not ops or not indices:
+        raise PassError(f"{spec}: give at least one op name and one index to cut after")
+    names = [_full_op_name(name) for name in ops]
+    if len(names) == 1:
+        names = names * len(indices)
+    if len(names) != len(indices):
+        raise PassError(
+            f"{spec}: ops has {len(ops)} names but indices has {len(indices)} values; "
+            f"give one index per op, or one op for all indices"
+        )
+    for index in indices:
+        if index < 0:
+            raise PassError(f"{spec}: indices must be 0 or more, got {index}")
+    return list(zip(names, indices))
+
+
+# --------------------------------------------------------------------------
+# Planning: where to cut and what crosses each cut (no IR is changed)
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class SplitPlan:
+    """The stages of a split: the ops of each and the values crossing cuts.
+
+    ``stages[s]`` are the ops of stage ``s`` in program order;
+    ``inputs[s]`` and ``outputs[s]`` the values (of the original function)
+    it receives and produces; ``returned`` the function's result values.
+    """
+
+    func: FuncOp
+    stages: list[list[Operation]]
+    inputs: list[list[SSAValue]] = field(default_factory=list)
+    outputs: list[list[SSAValue]] = field(default_factory=list)
+    returned: list[SSAValue] = field(default_factory=list)
+
+
+def _function(module: ModuleOp, entry: str, spec: str) -> FuncOp:
+    found = SymbolTable.lookup_symbol(module, entry)
+    if found is None:
+        raise PassError(f"{spec}: no function @{entry} in the module")
+    if not isinstance(found, FuncOp):
+        raise PassError(f"{spec}: @{entry} is a {found.name}, not a func.func")
+    if found.is_declaration:
+        raise PassError(f"{spec}: @{entry} is a declaration without a body")
+    if len(found.body.blocks) != 1:
+        raise PassError(
+            f"{spec}: @{entry} has several blocks; only straight-line bodies split"
+        )
+    return found
+
+
+def _cut_positions(
+    body: list[Operation], cuts: list[tuple[str, int]], entry: str, spec: str
+) -> list[int]:
+    """The body position after which each cut is made, in program order."""
+    positions: dict[int, tuple[str, int]] = {}
+    for name, index in cuts:
+        found = [i for i, op in enumerate(body) if op.name == name]
+        if not found:
+            present = ", ".join(sorted({op.name for op in body})) or "none"
+            raise PassError(f"{spec}: @{entry} has no {name} op (its ops: {present})")
+        if index >= len(found):
+            raise PassError(
+                f"{spec}: index {index} of {name} is out of range: @{entry} has "
+                f"{len(found)} {name} op{'s' if len(found) > 1 else ''} "
+                f"(indices 0..{len(found) - 1})"
+            )
+        position = found[index]
+        if position in positions:
+            raise PassError(
+                f"{spec}: {name} #{index} is cut twice, which would leave an empty stage"
+            )
+        if position == len(body) - 1:
+            raise PassError(
+                f"{spec}: {name} #{index} is the last op of @{entry}; a cut after it "
+                f"would leave the last stage empty"
+            )
+        positions[position] = (name, index)
+    return sorted(positions)
+
+
+def _used_values(op: Operation) -> list[SSAValue]:
+    """Values ``op`` (or an op nested in it) uses that are defined outside ``op``."""
+    used: list[SSAValue] = []
+    for inner in op.walk():
+        for value in inner.operands:
+            if not _defined_inside(value, op) and value not in used:
+                used.append(value)
+    return used
+
+
+def _defined_inside(value: SSAValue, op: Operation) -> bool:
+    owner = value.owner
+    defining = owner.parent_op() if isinstance(owner, Block) else owner
+    while defining is not None:
+        if defining is op:
+            return True
+        defining = defining.parent_op()
+    return False
+
+
+def plan_split(
+    module: ModuleOp,
+    ops: Sequence[str],
+    indices: Sequence[int],
+    entry: str = "main",
+) -> SplitPlan:
+    """Check the specification and work out the stages; changes nothing."""
+    spec = _spec_text(ops, indices)
+    func = _function(module, entry, spec)
+    cuts = _normalized_cuts(ops, indices, spec)
+    *body, terminator = list(func.body.block.ops)
+    if not isinstance(terminator, ReturnOp):
+        raise PassError(f"{spec}: @{entry} does not end with func.return")
+    bounds = [0, *(p + 1 for p in _cut_positions(body, cuts, entry, spec)), len(body)]
+    plan = SplitPlan(func, [body[a:b] for a, b in pairwise(bounds)])
+    _plan_connections(plan, terminator)
+    return plan
+
+
+def _plan_connections(plan: SplitPlan, terminator: ReturnOp) -> None:
+    """Fill ``inputs``/``outputs``: every value used across a stage boundary."""
+    stage_of: dict[SSAValue, int] = {}
+    for s, stage in enumerate(plan.stages):
+        for op in stage:
+            stage_of.update((result, s) for result in op.results)
+    used_by: list[list[SSAValue]] = [
+        [v for op in stage for v in _used_values(op)] for stage in plan.stages
+    ]
+    last = len(plan.stages) - 1
+    plan.returned = list(terminator.operands)
+    # A returned argument is routed through the last stage.
+    used_by[last] += [v for v in plan.returned if isinstance(v, BlockArgument)]
+    crossing: set[SSAValue] = {v for v in plan.returned if v in stage_of}
+    for s, used in enumerate(used_by):
+        received = {v for v in used if stage_of.get(v) != s}
+        crossing |= {v for v in received if v in stage_of}
+        plan.inputs.append(_in_program_order(plan, received))
+    for s in range(len(plan.stages)):
+        defined = {v for v in crossing if stage_of[v] == s}
+        plan.outputs.append(_in_program_order(plan, defined))
+    for v in plan.returned:
+        if isinstance(v, BlockArgument) and v not in plan.outputs[last]:
+            plan.outputs[last].append(v)
+
+
+def _in_program_order(plan: SplitPlan, values: set[SSAValue]) -> list[SSAValue]:
+    """Op results in program order (the data flowing down the pipeline, as in
+    TVM's subgraphs), then function arguments in argument order."""
+    ordered: list[SSAValue] = []
+    for stage in plan.stages:
+        for op in stage:
+            ordered += [r for r in op.results if r in values]
+    return ordered + [a for a in plan.func.args if a in values]
+
+
+# --------------------------------------------------------------------------
+# Building the stage functions and the pipeline
+# --------------------------------------------------------------------------
+
+
+def _crossing_names(plan: SplitPlan) -> dict[SSAValue, str]:
+    """``data_n`` for each op result that crosses a cut (TVM's ``data_n_<k>``).
+
+    xDSL prints repeated names with a suffix (``%data_n``, ``%data_n_1``, …),
+    and :class:`ember.pipeline.PipelineConfig` accepts ``data_n_0`` for the
+    unsuffixed first one, so the seeds' ``cfg[mod1]["input"]["data_n_0"]``
+    works as written.
+    """
+    names: dict[SSAValue, str] = {}
+    for outputs in plan.outputs:
+        for value in outputs:
+            if not isinstance(value, BlockArgument):
+                names[value] = _CROSSING_PREFIX
+    return names
+
+
+def _stage_function(
+    plan: SplitPlan, s: int, name: str, crossing_names: dict[SSAValue, str]
+) -> FuncOp:
+    inputs, outputs = plan.inputs[s], plan.outputs[s]
+    block = Block(arg_types=[v.type for v in inputs])
+    mapper: dict[SSAValue, SSAValue] = {}
+    for original, arg in zip(inputs, block.args):
+        arg.name_hint = crossing_names.get(original, original.name_hint)
+        mapper[original] = arg
+    for op in plan.stages[s]:
+        block.add_op(op.clone(value_mapper=mapper))
+    block.add_op(ReturnOp(*(mapper[v] for v in outputs)))
+    types: tuple[list[Attribute], list[Attribute]] = (
+        [v.type for v in inputs],
+        [v.type for v in outputs],
+    )
+    return FuncOp(name, types, Region(block))
+
+
+def _pipeline_graph(
+    plan: SplitPlan,
+    names: list[str],
+    crossing_names: dict[SSAValue, str],
+    target: str,
+    device: str,
+) -> GraphOp:
+    func = plan.func
+    graph = GraphOp(
+        func.sym_name.data,
+        func.function_type.inputs.data,
+        func.function_type.outputs.data,
+        arg_names=[a.name_hint for a in func.args],
+    )
+    connected: dict[SSAValue, SSAValue] = dict(zip(func.args, graph.args))
+    for s, name in enumerate(names):
+        stage = StageOp(
+            name,
+            [connected[v] for v in plan.inputs[s]],
+            [v.type for v in plan.outputs[s]],
+            target=target,
+            device=device,
+        )
+        for original, result in zip(plan.outputs[s], stage.results):
+            result.name_hint = crossing_names.get(original, original.name_hint)
+        graph.body.block.add_op(stage)
+        # A returned argument's last-stage output replaces the argument.
+        connected.update(zip(plan.outputs[s], stage.results))
+    graph.body.block.add_op(YieldOp(*(connected[v] for v in plan.returned)))
+    return graph
+
+
+def _stage_names(module: ModuleOp, plan: SplitPlan, spec: str) -> list[str]:
+    entry = plan.func.sym_name.data
+    names = [f"{entry}_{s}" for s in range(len(plan.stages))]
+    for name in names:
+        if SymbolTable.lookup_symbol(module, name) is not None:
+            raise PassError(
+                f"{spec}: the module already has a symbol @{name}, the name of a "
+                f"stage function to create"
+            )
+    return names
+
+
+def apply_split(
+    module: ModuleOp,
+    ops: Sequence[str],
+    indices: Sequence[int],
+    entry: str = "main",
+    target: str = "llvm",
+    device: str = "cpu:0",
+) -> GraphOp:
+    """Split ``@entry`` of ``module`` in place; returns the new ``pipeline.graph``.
+
+    Raises :class:`PassError` before changing anything when the
+    specification does not fit the function.
+    """
+    spec = _spec_text(ops, indices)
+    try:
+        check_placement(spec, target, device)
+    except VerifyException as e:
+        raise PassError(str(e)) from None
+    plan = plan_split(module, ops, indices, entry)
+    names = _stage_names(module, plan, spec)
+    crossing_names = _crossing_names(plan)
+    functions = [
+        _stage_function(plan, s, name, crossing_names) for s, name in enumerate(names)
+    ]
+    graph = _pipeline_graph(plan, names, crossing_names, target, device)
+    module.body.block.insert_ops_before([*functions, graph], plan.func)
+    module.body.block.erase_op(plan.func)
+    return graph
+
+
+def split_graph(
+    module: ModuleOp,
+    ops: Sequence[str],
+    indices: Sequence[int],
+    *,
+    entry: str = "main",
+    target: str = "llvm",
+    device: str = "cpu:0",
+) -> ModuleOp:
+    """A copy of ``module`` with ``@entry`` split (``module`` is not changed).
+
+    ``split_graph(module, ["relu"], [0])`` is the seeds' ``graph_split(mod,
+    [{"op_name": "nn.relu", "op_index": 0}])``; :func:`stage_functions` lists
+    the resulting subgraphs.
+    """
+    result = module.clone()
+    apply_split(result, ops, indices, entry, target, device)
+    return result
+
+
+def stage_functions(module: ModuleOp, entry: str = "main") -> list[FuncOp]:
+    """The subgraph functions of ``pipeline.graph @entry``, in stage order."""
+    graph = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(graph, GraphOp):
+        raise PassError(f"no pipeline.graph @{entry} in the module")
+    functions: list[FuncOp] = []
+    for stage in graph.stages:
+        callee = SymbolTable.lookup_symbol(module, stage.callee_name)
+        if not isinstance(callee, FuncOp):
+            raise PassError(
+                f"pipeline @{entry}: stage @{stage.callee_name} has no function"
+            )
+        functions.append(callee)
+    return functions
+
+
+@dataclass(frozen=True)
+class SplitGraphPass(ModulePass):
+    """Split a function after named ops into subgraph functions joined by a pipeline.graph.
+
+    ``ops``/``indices``: cut after occurrence ``indices[k]`` (0-based) of op
+    ``ops[k]``; one op name applies to all indices.  ``entry``: the function
+    to split.  ``target``/``device``: where every stage is placed.
+    """
+
+    name = "split-graph"
+
+    ops: tuple[str, ...] = ()
+    indices: tuple[int, ...] = ()
+    entry: str = "main"
+    target: str = "llvm"
+    device: str = "cpu:0"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        apply_split(op, self.ops, self.indices, self.entry, self.target, self.device)

@@ -1,0 +1,54 @@
+"""Pipelines: a network split into stages placed on devices.
+
+The user-facing side of ``ember.dialects.pipeline`` (TVM's
+``tvm.contrib.pipeline_executor_build``):
+
+* :class:`PipelineConfig` — build a ``pipeline.graph`` with TVM's
+  vocabulary (``cfg[mod].target``, ``cfg["input"]["data"].connect(…)``);
+* :func:`split_graph` / :func:`stage_functions` — the ``split-graph`` pass
+  as functions: cut ``@main`` into subgraph functions, list them;
+* :func:`interpret_pipeline` — run a pipeline stage after stage with the
+  reference interpreter, the correctness baseline of any executor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ember.pipeline.config import (
+    Interface,
+    PipelineConfig,
+    PipelineConfigError,
+    StageConfig,
+)
+
+__all__ = [
+    "Interface",
+    "PipelineConfig",
+    "PipelineConfigError",
+    "StageConfig",
+    "interpret_pipeline",
+    "split_graph",
+    "stage_functions",
+]
+
+
+def split_graph(module: Any, ops: Any, indices: Any, **options: Any) -> Any:
+    """See :func:`ember.passes.split_graph.split_graph`."""
+    from ember.passes.split_graph import split_graph as _split_graph
+
+    return _split_graph(module, ops, indices, **options)
+
+
+def stage_functions(module: Any, entry: str = "main") -> Any:
+    """See :func:`ember.passes.split_graph.stage_functions`."""
+    from ember.passes.split_graph import stage_functions as _stage_functions
+
+    return _stage_functions(module, entry)
+
+
+def interpret_pipeline(module: Any, entry: str = "main", *args: Any) -> Any:
+    """See :func:`ember.interp.pipeline_impls.interpret_pipeline`."""
+    from ember.interp.pipeline_impls import interpret_pipeline as _interpret_pipeline
+
+    return _interpret_pipeline(module, entry, *args)
