@@ -1,0 +1,316 @@
+"""``ember-run``: run a function of an IR file on .npy or random inputs.
+
+The counterpart of ``mlir-cpu-runner`` and TVM's ``tvmc run``::
+
+    ember-run examples/mlp.mlir --random-inputs --seed 0 --output out.npz
+    ember-run net.mlir --input data=image.npy --input weight=random
+
+Inputs are named by the entry function's argument names (``%data`` is
+``data``; an unnamed argument ``%0`` is ``arg0``).  ``NAME=random`` draws a
+seeded array of the argument's type; ``--random-inputs`` does so for every
+argument not given.  Each output's type and a min/max/mean summary are
+printed; ``--output`` saves them to an .npz file as ``output0``,
+``output1``, …
+
+Execution sits behind one function, :func:`execute`, and the table
+:data:`ENGINES`: today the only engine is the reference interpreter
+(``ember.interpret``); compiled execution plugs in as another entry, chosen
+by a future ``--engine``/``--interpret`` flag, without touching input
+handling or reporting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute
+
+from ember.dialects.graph import numpy_dtype, tensor_type, type_str
+from ember.errors import EmberError
+from ember.tools import parse_source, read_source, run_tool
+
+TOOL = "ember-run"
+
+RANDOM = "random"
+"""The input value that asks for random data instead of a file."""
+
+Engine = Callable[[ModuleOp, str, Sequence[np.ndarray]], list[np.ndarray]]
+
+
+def _interpret(
+    module: ModuleOp, entry: str, inputs: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    from ember.interp import interpret
+
+    return interpret(module, entry, *inputs)
+
+
+ENGINES: dict[str, Engine] = {"interpret": _interpret}
+"""How a function can be executed, by name; the first one is the default."""
+
+
+def execute(
+    module: ModuleOp,
+    entry: str,
+    inputs: Sequence[np.ndarray],
+    engine: str = "interpret",
+) -> list[np.ndarray]:
+    """Run function ``entry`` of ``module`` on ``inputs``; one array per result."""
+    if engine not in ENGINES:
+        raise EmberError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
+    return ENGINES[engine](module, entry, inputs)
+
+
+# --------------------------------------------------------------------------
+# The entry function and its arguments
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of the entry function: its name, type and position."""
+
+    name: str
+    type: TensorType
+    index: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        return numpy_dtype(self.type.element_type)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.type.get_shape())
+
+
+def find_function(module: ModuleOp, entry: str, source: str) -> FuncOp:
+    """The function ``@entry`` of ``module``; an error lists the ones there are."""
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, FuncOp)}
+    if entry not in functions:
+        known = ", ".join(f"@{name}" for name in functions) or "none"
+        raise EmberError(f"no function @{entry} in {source} (functions: {known})")
+    func = functions[entry]
+    if func.is_declaration:
+        raise EmberError(f"@{entry} in {source} is a declaration without a body")
+    return func
+
+
+def function_arguments(func: FuncOp) -> list[Argument]:
+    """The arguments of ``func``, named by their SSA names (``arg<i>`` if unnamed)."""
+    arguments = []
+    for index, (block_arg, arg_type) in enumerate(
+        zip(func.args, func.function_type.inputs.data)
+    ):
+        name = block_arg.name_hint or f"arg{index}"
+        arguments.append(Argument(name, _tensor_type(func, name, arg_type), index))
+    return arguments
+
+
+def _tensor_type(func: FuncOp, name: str, arg_type: Attribute) -> TensorType:
+    if not isinstance(arg_type, TensorType):
+        raise EmberError(
+            f"argument '{name}' of @{func.sym_name.data} has type {arg_type}; "
+            f"ember-run feeds tensors only"
+        )
+    try:
+        numpy_dtype(arg_type.element_type)
+    except ValueError as error:
+        raise EmberError(
+            f"argument '{name}' of @{func.sym_name.data}: {error}"
+        ) from None
+    return arg_type
+
+
+# --------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------
+
+
+def parse_input_specs(
+    specs: Sequence[str], arguments: Sequence[Argument]
+) -> dict[str, str]:
+    """``["data=x.npy", "w=random"]`` as ``{"data": "x.npy", "w": "random"}``."""
+    names = [a.name for a in arguments]
+    given: dict[str, str] = {}
+    for spec in specs:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or not value:
+            raise EmberError(f"--input '{spec}' must be NAME=FILE.npy or NAME={RANDOM}")
+        if name not in names:
+            raise EmberError(
+                f"--input '{spec}': the function has no argument '{name}' "
+                f"(arguments: {', '.join(names) or 'none'})"
+            )
+        if name in given:
+            raise EmberError(f"--input '{name}' is given twice")
+        given[name] = value
+    return given
+
+
+def random_array(argument: Argument, seed: int) -> np.ndarray:
+    """A reproducible array of the argument's type.
+
+    As ``tvmc run --fill-mode random`` does: floats uniform in [0, 1),
+    integers uniform in [0, 8).  Non-negative values keep every argument
+    meaningful, variances and scales included (a negative ``bn_var`` would
+    make batch_norm NaN).  Each argument draws from its own stream, seeded by
+    ``seed`` and its position, so one input's values do not depend on which
+    others are random.
+    """
+    rng = np.random.default_rng([seed, argument.index])
+    if argument.dtype.kind == "f":
+        return rng.random(argument.shape, dtype=np.float64).astype(argument.dtype)
+    return rng.integers(0, 8, size=argument.shape, dtype=argument.dtype)
+
+
+def load_input(argument: Argument, path: str) -> np.ndarray:
+    """The .npy file ``path``; it must have exactly the argument's shape and dtype."""
+    what = f"input '{argument.name}' ({path})"
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except OSError as error:
+        raise EmberError(f"{what}: cannot read: {error.strerror or error}") from None
+    except ValueError as error:
+        raise EmberError(f"{what}: not a .npy array file: {error}") from None
+    if not isinstance(loaded, np.ndarray):
+        loaded.close()
+        raise EmberError(f"{what}: expected one .npy array, got an .npz archive")
+    expected = type_str(argument.type)
+    if loaded.dtype != argument.dtype:
+        raise EmberError(
+            f"{what} has dtype {loaded.dtype}, expected {argument.dtype} ({expected})"
+        )
+    if loaded.shape != argument.shape:
+        raise EmberError(
+            f"{what} has shape {loaded.shape}, expected {argument.shape} ({expected})"
+        )
+    return loaded
+
+
+def gather_inputs(
+    arguments: Sequence[Argument],
+    given: dict[str, str],
+    random_rest: bool,
+    seed: int,
+) -> tuple[list[np.ndarray], list[str]]:
+    """One array per argument, and a line describing where each came from."""
+    missing = [a for a in arguments if a.name not in given and not random_rest]
+    if missing:
+        listed = ", ".join(f"{a.name} ({type_str(a.type)})" for a in missing)
+        raise EmberError(
+            f"missing input{'s' if len(missing) > 1 else ''}: {listed}; give "
+            f"--input NAME=FILE.npy or NAME={RANDOM}, or --random-inputs"
+        )
+    arrays, origins = [], []
+    for argument in arguments:
+        source = given.get(argument.name, RANDOM)
+        if source == RANDOM:
+            arrays.append(random_array(argument, seed))
+            origin = f"random, seed {seed}"
+        else:
+            arrays.append(load_input(argument, source))
+            origin = source
+        origins.append(f"input {argument.name}: {type_str(argument.type)} ({origin})")
+    return arrays, origins
+
+
+# --------------------------------------------------------------------------
+# Outputs
+# --------------------------------------------------------------------------
+
+
+def output_name(index: int) -> str:
+    """The key of output ``index`` in the printed summary and the .npz file."""
+    return f"output{index}"
+
+
+def summarize(name: str, array: np.ndarray) -> str:
+    """``output0: tensor<1x10xf32>  min … max … mean …``."""
+    text = f"{name}: {type_str(tensor_type(array.shape, array.dtype))}"
+    if array.size == 0:
+        return text + "  (empty)"
+    values = array.astype(np.float64)
+    return (
+        f"{text}  min {values.min():.6g}  max {values.max():.6g}  "
+        f"mean {values.mean():.6g}"
+    )
+
+
+def save_outputs(path: str, outputs: Sequence[np.ndarray]) -> None:
+    try:
+        # Through a file object: given a name, numpy would append ".npz" to it.
+        with open(path, "wb") as stream:
+            np.savez(stream, **{output_name(i): out for i, out in enumerate(outputs)})
+    except OSError as error:
+        raise EmberError(f"cannot write '{path}': {error.strerror or error}") from None
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+
+
+def _argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=TOOL,
+        description="Run a function of an ember IR file with the reference "
+        "interpreter.",
+    )
+    parser.add_argument("input_file", help="the .mlir file ('-' reads stdin)")
+    parser.add_argument(
+        "--entry", default="main", help="function to run (default: main)"
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=FILE.npy|NAME=random",
+        help="value of the argument %%NAME: an .npy file or 'random' (repeatable)",
+    )
+    parser.add_argument(
+        "--random-inputs",
+        action="store_true",
+        help="fill every argument not given with --input with random data",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed for random inputs (default 0)"
+    )
+    parser.add_argument(
+        "--output", metavar="OUT.npz", help="save the outputs to an .npz file"
+    )
+    return parser
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = _argument_parser().parse_args(argv)
+    text, name = read_source(args.input_file)
+    module = parse_source(text, name).module
+    func = find_function(module, args.entry, name)
+    arguments = function_arguments(func)
+    given = parse_input_specs(args.input, arguments)
+    inputs, origins = gather_inputs(arguments, given, args.random_inputs, args.seed)
+    for line in origins:
+        print(line)
+    outputs = execute(module, args.entry, inputs)
+    for index, output in enumerate(outputs):
+        print(summarize(output_name(index), output))
+    if args.output:
+        save_outputs(args.output, outputs)
+        plural = "s" if len(outputs) != 1 else ""
+        print(f"saved {len(outputs)} output{plural} to {args.output}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point: ``ember-run FILE [--entry main] [--input NAME=…] …``."""
+    return run_tool(TOOL, _main, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
