@@ -73,8 +73,8 @@ def to_graph(
 
 def to_kernel(graph: ModuleOp) -> ModuleOp:
     """Stage ``kernel``: every graph op lowered to a kernel call (copy)."""
-    from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
     from ember.context import make_context
+    from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
     kernel = graph.clone()
     LowerGraphToKernelPass().apply(make_context(), kernel)
@@ -83,9 +83,10 @@ def to_kernel(graph: ModuleOp) -> ModuleOp:
 
 def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()) -> LoweredProgram:
     """Stage ``llvm-dialect``: the entry program and its kernels as llvm ops (copy)."""
+    from xdsl.dialects import func
+
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
     from ember.lowering.program_to_llvm import lower_program_to_llvm
-    from xdsl.dialects import func
 
     lowered = kernel.clone()
     for op in list(lowered.ops):

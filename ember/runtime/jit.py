@@ -222,10 +222,10 @@ def compile_kernels(module: ModuleOp) -> JitModule:
 __all__ = [
     "JitModule",
     "assembly",
-    "translate",
     "compile_kernels",
     "compile_llvm",
     "host_target_machine",
     "load_object",
     "optimize",
+    "translate",
 ]

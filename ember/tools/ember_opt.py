@@ -37,13 +37,8 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ember import __version__
 from ember.errors import EmberError, PassError
-from ember.tools import (
-    ParseDiagnostic,
-    as_diagnostic,
-    parse_source,
-    run_tool,
-    verify_with_locations,
-)
+from ember.ir import ParseDiagnostic, parse_source, verify_with_locations
+from ember.tools import as_diagnostic, run_tool
 
 TOOL = "ember-opt"
 

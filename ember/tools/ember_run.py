@@ -33,7 +33,8 @@ from xdsl.ir import Attribute
 
 from ember.dialects.graph import numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
-from ember.tools import parse_source, read_source, run_tool
+from ember.ir import parse_source
+from ember.tools import read_source, run_tool
 
 TOOL = "ember-run"
 
