@@ -31,8 +31,33 @@ What it relies on, and why the code LLVM gets vectorises:
 
 Loop kinds ``serial``, ``vectorized`` and ``unrolled`` all become plain loops:
 LLVM's vectoriser and unroller decide (xDSL's translator cannot attach loop
-metadata).  ``parallel`` loops become plain loops too — running them on
-several cores (GOMP) is not done yet.  GPU-bound loops are an error here.
+metadata).  GPU-bound loops are an error here.
+
+A ``parallel`` loop with more than one iteration that is not nested in
+another parallel loop runs on a team of threads, as clang lowers
+``#pragma omp parallel for schedule(static)`` (MLIR's
+``convert-openmp-to-llvm`` does the same for ``omp.wsloop``):
+
+* its body is outlined into ``@<kernel>__parallel<N>_body(captures…, %begin,
+  %end)``, a loop from ``%begin`` to ``%end`` over the values it uses from
+  outside (buffers ``noalias``, so the outlined loop vectorises as the inline
+  one would; constants are re-created inside instead of captured);
+* ``@<kernel>__parallel<N>(%data: !llvm.ptr)`` is the thread entry point: it
+  loads the captures from ``%data`` (one 8-byte slot each), takes its static
+  chunk of the iteration range from ``omp_get_thread_num()`` /
+  ``omp_get_num_threads()`` (chunks differ by at most one iteration) and calls
+  the body;
+* the kernel reads the thread count from the external ``i32`` global
+  ``@ember_num_threads`` (owned by :mod:`ember.runtime.threads`), limits it to
+  the trip count, and calls ``GOMP_parallel(worker, data, n, 0)`` when it is
+  above one — otherwise it calls the body on the whole range directly, so one
+  thread costs no fork.
+
+Parallel loops inside a parallel loop run serially in their thread.  The
+runtime must define ``GOMP_parallel``, ``omp_get_thread_num``,
+``omp_get_num_threads`` and ``ember_num_threads`` before such code is loaded:
+``ember.runtime.threads.ensure_runtime()`` does (with a serial stand-in for
+libgomp where it is missing).
 """
 
 from __future__ import annotations
@@ -57,6 +82,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     NoneAttr,
     UnitAttr,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -71,6 +97,20 @@ from ember.dialects.kernel import (
 )
 from ember.errors import PassError
 from ember.ir import describe_op
+
+NUM_THREADS_SYMBOL = "ember_num_threads"
+"""External ``i32`` global that parallel loops read their thread count from."""
+
+OPENMP_ENTRY_POINTS: dict[str, llvm.LLVMFunctionType] = {
+    # void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
+    "GOMP_parallel": llvm.LLVMFunctionType([llvm.LLVMPointerType()] * 2 + [i32, i32]),
+    "omp_get_thread_num": llvm.LLVMFunctionType([], i32),
+    "omp_get_num_threads": llvm.LLVMFunctionType([], i32),
+}
+"""The libgomp functions parallel loops call (the GNU OpenMP ABI that gcc emits)."""
+
+CAPTURE_SLOT_BYTES = 8
+"""Each value a parallel loop captures travels in one 8-byte slot."""
 
 STACK_LIMIT_BYTES = 128 * 1024
 """Temporaries up to this size live on the stack; larger ones are malloc'd."""
@@ -124,16 +164,34 @@ _LIBM_SUFFIX: dict[type[Attribute], str] = {Float32Type: "f", Float64Type: ""}
 
 
 @dataclass
+class _ModuleDeclarations:
+    """What the lowered kernels of one module need declared beside them."""
+
+    externals: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
+    external_globals: dict[str, Attribute] = field(default_factory=dict)
+    outlined: list[llvm.FuncOp] = field(default_factory=list)
+    """Outlined parallel-loop functions, in the order they were made."""
+
+
+@dataclass
 class _KernelTranslator:
-    """Translates one kernel into one ``llvm.func``; touches nothing else."""
+    """Translates one kernel into one ``llvm.func`` (plus the functions its
+    parallel loops are outlined into); touches nothing else.
+
+    An outlined loop body is translated by a second translator of the same
+    kernel (``in_parallel``), which starts from the captured values.
+    """
 
     kernel: func.FuncOp
-    externals: dict[str, llvm.LLVMFunctionType]
+    declarations: _ModuleDeclarations
+    in_parallel: bool = False
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     region: Region = field(default_factory=Region)
     entry: Block = field(init=False)
     block: Block = field(init=False)
     heap_buffers: list[SSAValue] = field(default_factory=list)
+    parallel_loops: int = 0
+    """How many parallel loops of this kernel were outlined so far (names them)."""
 
     def translate(self) -> llvm.FuncOp:
         try:
@@ -142,23 +200,33 @@ class _KernelTranslator:
             raise PassError(f"lower-kernel-to-llvm: {e}") from None
         for t in arg_types:
             self._check_layout(t, f"argument of type {t}")
-        self.entry = Block(arg_types=[PTR] * len(arg_types))
-        self.region.add_block(self.entry)
-        self.block = self.entry
+        self._start([PTR] * len(arg_types))
         for old, new in zip(self.kernel.args, self.entry.args):
             new.name_hint = old.name_hint  # keeps the lowered IR readable
             self.values[old] = new
         self._lower_ops(self.kernel.body.block.ops)
-        noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
-        return llvm.FuncOp(
-            self.kernel.sym_name.data,
-            llvm.LLVMFunctionType([PTR] * len(arg_types)),
-            linkage=llvm.LinkageAttr("external"),
-            body=self.region,
-            other_props={"arg_attrs": ArrayAttr([noalias] * len(arg_types))},
-        )
+        return self._function(self.kernel.sym_name.data, [PTR] * len(arg_types))
 
     # -- helpers -----------------------------------------------------------
+
+    def _start(self, arg_types: Sequence[Attribute]) -> None:
+        """Open the entry block of the function being built."""
+        self.entry = Block(arg_types=arg_types)
+        self.region.add_block(self.entry)
+        self.block = self.entry
+
+    def _function(self, name: str, arg_types: Sequence[Attribute]) -> llvm.FuncOp:
+        """The ``llvm.func`` of the region built so far; pointers are ``noalias``."""
+        noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+        plain = DictionaryAttr({})
+        arg_attrs = [noalias if t == PTR else plain for t in arg_types]
+        return llvm.FuncOp(
+            name,
+            llvm.LLVMFunctionType(arg_types),
+            linkage=llvm.LinkageAttr("external"),
+            body=self.region,
+            other_props={"arg_attrs": ArrayAttr(arg_attrs)},
+        )
 
     def _append(self, op: Operation) -> None:
         self.block.add_op(op)
@@ -168,9 +236,33 @@ class _KernelTranslator:
         self.block.add_op(op)
         return op.results[0]
 
+    def _emit_in_entry(self, ops: Sequence[Operation]) -> SSAValue:
+        """Put ops in the entry block (before its branch, if it has one) and
+        return the last one's result: allocations made there happen once per
+        call, however many loops surround the op that asked for them."""
+        terminator = self.entry.last_op
+        if self.block is self.entry or terminator is None:
+            for op in ops:
+                self._append(op)
+        else:
+            self.entry.insert_ops_before(list(ops), terminator)
+        return ops[-1].results[0]
+
     def _const(self, value: float, t: Attribute) -> SSAValue:
-        attr = FloatAttr(value, t) if isinstance(t, _FLOAT_TYPES) else IntegerAttr(value, t)
+        attr = (
+            FloatAttr(value, t)
+            if isinstance(t, _FLOAT_TYPES)
+            else IntegerAttr(value, t)
+        )
         return self._emit(llvm.ConstantOp(attr, t))
+
+    def _icmp(
+        self, predicate: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue
+    ) -> SSAValue:
+        return self._emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(predicate.to_int(), i64)))
+
+    def _declare(self, name: str) -> None:
+        self.declarations.externals[name] = OPENMP_ENTRY_POINTS[name]
 
     def _fail(self, op: Operation, why: str) -> PassError:
         return PassError(
@@ -178,7 +270,9 @@ class _KernelTranslator:
             f"@{self.kernel.sym_name.data}: {why}\n{describe_op(op)}"
         )
 
-    def _check_layout(self, t: Attribute, what: str, op: Operation | None = None) -> MemRefType:
+    def _check_layout(
+        self, t: Attribute, what: str, op: Operation | None = None
+    ) -> MemRefType:
         if (
             not isinstance(t, MemRefType)
             or not isinstance(t.layout, NoneAttr)
@@ -187,7 +281,9 @@ class _KernelTranslator:
             message = f"{what}: only statically shaped row-major memrefs are supported"
             if op is not None:
                 raise self._fail(op, message)
-            raise PassError(f"lower-kernel-to-llvm: kernel @{self.kernel.sym_name.data}: {message}")
+            raise PassError(
+                f"lower-kernel-to-llvm: kernel @{self.kernel.sym_name.data}: {message}"
+            )
         return t
 
     def _lower_ops(self, ops: Sequence[Operation] | object) -> None:
@@ -213,21 +309,32 @@ class _KernelTranslator:
 
     def _lower_for(self, op: ForOp) -> None:
         if op.kind.data.startswith("gpu."):
-            raise self._fail(op, f"a loop bound to {op.kind.data} needs the CUDA backend")
+            raise self._fail(
+                op, f"a loop bound to {op.kind.data} needs the CUDA backend"
+            )
         if op.trip_count == 0:
             return
+        if op.kind.data == "parallel" and op.trip_count > 1 and not self.in_parallel:
+            self._lower_parallel_for(op)
+            return
+        self._loop(op, self._const(op.lb, i64))
+
+    def _loop(self, op: ForOp, first: SSAValue, bound: SSAValue | None = None) -> None:
+        """``do { body } while ((iv += step) < bound)`` from ``first``: the
+        caller guarantees at least one iteration.  ``bound`` defaults to the
+        loop's static upper bound."""
         body = Block(arg_types=[i64])
         body.args[0].name_hint = op.induction_var.name_hint
-        self._append(llvm.BrOp(body, self._const(op.lb, i64)))
+        self._append(llvm.BrOp(body, first))
         self.region.add_block(body)
         self.block = body
         self.values[op.induction_var] = body.args[0]
         self._lower_ops(op.body.block.ops)
         step = self._const(op.step_value, i64)
         following = self._emit(llvm.AddOp(body.args[0], step, overflow=NSW))
-        more = self._emit(
-            llvm.ICmpOp(following, self._const(op.ub, i64), IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))
-        )
+        if bound is None:
+            bound = self._const(op.ub, i64)
+        more = self._icmp(llvm.ICmpPredicateFlag.SLT, following, bound)
         exit_block = Block()
         self._append(llvm.CondBrOp(more, body, [following], exit_block, []))
         self.region.add_block(exit_block)
@@ -242,10 +349,9 @@ class _KernelTranslator:
 
     def _lower_init(self, block: BlockOp, init: InitOp) -> None:
         zero = self._const(0, i64)
-        eq = IntegerAttr(llvm.ICmpPredicateFlag.EQ.to_int(), i64)
         first: SSAValue | None = None
         for var in block.reduce_vars:
-            is_zero = self._emit(llvm.ICmpOp(self._operand(var), zero, eq))
+            is_zero = self._icmp(llvm.ICmpPredicateFlag.EQ, self._operand(var), zero)
             first = is_zero if first is None else self._emit(llvm.AndOp(first, is_zero))
         assert first is not None  # the verifier requires a reduce variable
         then_block, after = Block(), Block()
@@ -260,10 +366,186 @@ class _KernelTranslator:
     def _lower_return(self, op: func.ReturnOp) -> None:
         if op.arguments:
             raise self._fail(op, "kernels return nothing")
+        self._return()
+
+    def _return(self) -> None:
+        """Free what was malloc'd and return."""
         for buffer in self.heap_buffers:
             self._append(llvm.CallOp("free", buffer))
-            self.externals["free"] = llvm.LLVMFunctionType([PTR])
+            self.declarations.externals["free"] = llvm.LLVMFunctionType([PTR])
         self._append(llvm.ReturnOp())
+
+    # -- parallel loops ----------------------------------------------------
+
+    def _lower_parallel_for(self, op: ForOp) -> None:
+        """Outline the loop and run it on a thread team (``omp parallel for``)."""
+        captured = _captured_values(op)
+        name = f"{self.kernel.sym_name.data}__parallel{self.parallel_loops}"
+        self.parallel_loops += 1
+        capture_types = [self._operand(v).type for v in captured]
+        body = self._outline_body(op, captured, capture_types, f"{name}_body")
+        worker = self._outline_worker(op, capture_types, body, name)
+        self.declarations.outlined += [body, worker]
+        self.declarations.external_globals[NUM_THREADS_SYMBOL] = i32
+
+        # n = min(ember_num_threads, trip count): fork only when n > 1.
+        count = self._const(op.trip_count, i64)
+        setting = self._emit(llvm.AddressOfOp(NUM_THREADS_SYMBOL, PTR))
+        requested = self._emit(llvm.SExtOp(self._emit(llvm.LoadOp(setting, i32)), i64))
+        fewer = self._icmp(llvm.ICmpPredicateFlag.SLT, requested, count)
+        threads = self._emit(llvm.SelectOp(fewer, requested, count))
+        several = self._icmp(llvm.ICmpPredicateFlag.SGT, threads, self._const(1, i64))
+        fork, inline, after = Block(), Block(), Block()
+        self._append(llvm.CondBrOp(several, fork, [], inline, []))
+
+        self.region.add_block(fork)
+        self.block = fork
+        data = self._pack_captures(captured)
+        self._declare("GOMP_parallel")
+        team_size = self._emit(llvm.TruncOp(threads, i32))
+        entry_point = self._emit(llvm.AddressOfOp(name, PTR))
+        self._append(
+            llvm.CallOp(
+                "GOMP_parallel", entry_point, data, team_size, self._const(0, i32)
+            )
+        )
+        self._append(llvm.BrOp(after))
+
+        self.region.add_block(inline)
+        self.block = inline
+        whole_range = [self._const(op.lb, i64), self._const(op.ub, i64)]
+        self._append(
+            llvm.CallOp(
+                body.sym_name.data, *(self._operand(v) for v in captured), *whole_range
+            )
+        )
+        self._append(llvm.BrOp(after))
+
+        self.region.add_block(after)
+        self.block = after
+
+    def _pack_captures(self, captured: Sequence[SSAValue]) -> SSAValue:
+        """An array of 8-byte slots in the entry block's frame, one captured
+        value each; the threads read it while ``GOMP_parallel`` waits for
+        them.  Typed as pointers: llvmlite casts those to any slot type."""
+        slots = llvm.ConstantOp(IntegerAttr(max(1, len(captured)), i64), i64)
+        data = self._emit_in_entry(
+            [slots, llvm.AllocaOp(slots.results[0], PTR, alignment=CAPTURE_SLOT_BYTES)]
+        )
+        for n, value in enumerate(captured):
+            lowered = self._operand(value)
+            self._append(llvm.StoreOp(lowered, self._slot(data, n, lowered.type)))
+        return data
+
+    def _slot(self, data: SSAValue, n: int, t: Attribute) -> SSAValue:
+        """The address of capture slot ``n`` as a pointer to ``t``.  The GEP
+        steps in units of ``t`` because llvmlite types the pointer it returns."""
+        width = CAPTURE_SLOT_BYTES if t == PTR else _byte_width(t)
+        return self._emit(
+            llvm.GEPOp(data, [n * CAPTURE_SLOT_BYTES // width], t, inbounds=True)
+        )
+
+    def _outline_body(
+        self,
+        op: ForOp,
+        captured: Sequence[SSAValue],
+        capture_types: Sequence[Attribute],
+        name: str,
+    ) -> llvm.FuncOp:
+        """``void name(captures…, i64 %begin, i64 %end)``: the loop over
+        ``[begin, end)``, translated like any loop but in its own function."""
+        outlined = _KernelTranslator(self.kernel, self.declarations, in_parallel=True)
+        arg_types = [*capture_types, i64, i64]
+        outlined._start(arg_types)
+        for value, arg in zip(captured, outlined.entry.args):
+            arg.name_hint = value.name_hint
+            outlined.values[value] = arg
+        for constant in _captured_constants(op):
+            outlined._lower_constant(constant)
+        begin, end = outlined.entry.args[-2:]
+        begin.name_hint, end.name_hint = "begin", "end"
+        # A thread's chunk may be empty (more threads than iterations).
+        some = outlined._icmp(llvm.ICmpPredicateFlag.SLT, begin, end)
+        run, done = Block(), Block()
+        outlined._append(llvm.CondBrOp(some, run, [], done, []))
+        outlined.region.add_block(run)
+        outlined.block = run
+        outlined._loop(op, begin, end)
+        outlined._append(llvm.BrOp(done))
+        outlined.region.add_block(done)
+        outlined.block = done
+        outlined._return()
+        return outlined._function(name, arg_types)
+
+    def _outline_worker(
+        self,
+        op: ForOp,
+        capture_types: Sequence[Attribute],
+        body: llvm.FuncOp,
+        name: str,
+    ) -> llvm.FuncOp:
+        """``void name(ptr %data)``, run by every thread of the team: unpack
+        the captures, take this thread's static chunk, run the body on it."""
+        worker = _KernelTranslator(self.kernel, self.declarations, in_parallel=True)
+        worker._start([PTR])
+        data = worker.entry.args[0]
+        data.name_hint = "data"
+        captures: list[SSAValue] = []
+        for n, t in enumerate(capture_types):
+            captures.append(worker._emit(llvm.LoadOp(worker._slot(data, n, t), t)))
+        first, last = worker._static_chunk(op.trip_count)
+        step = worker._const(op.step_value, i64)
+        lower = worker._const(op.lb, i64)
+        begin, end = (
+            worker._emit(
+                llvm.AddOp(
+                    lower,
+                    worker._emit(llvm.MulOp(it, step, overflow=NSW)),
+                    overflow=NSW,
+                )
+            )
+            for it in (first, last)
+        )
+        worker._append(llvm.CallOp(body.sym_name.data, *captures, begin, end))
+        worker._append(llvm.ReturnOp())
+        return worker._function(name, [PTR])
+
+    def _static_chunk(self, trip_count: int) -> tuple[SSAValue, SSAValue]:
+        """Iterations ``[first, last)`` of this thread under OpenMP's static
+        schedule: ``q = T / n`` each, and the first ``T % n`` threads one more."""
+        for entry_point in ("omp_get_thread_num", "omp_get_num_threads"):
+            self._declare(entry_point)
+        thread = self._emit(
+            llvm.SExtOp(
+                self._emit(llvm.CallOp("omp_get_thread_num", return_type=i32)), i64
+            )
+        )
+        team = self._emit(
+            llvm.SExtOp(
+                self._emit(llvm.CallOp("omp_get_num_threads", return_type=i32)), i64
+            )
+        )
+        count = self._const(trip_count, i64)
+        share = self._emit(llvm.SDivOp(count, team))
+        leftover = self._emit(llvm.SRemOp(count, team))
+        gets_extra = self._icmp(llvm.ICmpPredicateFlag.SLT, thread, leftover)
+        extras_before = self._emit(llvm.SelectOp(gets_extra, thread, leftover))
+        first = self._emit(
+            llvm.AddOp(
+                self._emit(llvm.MulOp(thread, share, overflow=NSW)),
+                extras_before,
+                overflow=NSW,
+            )
+        )
+        size = self._emit(
+            llvm.SelectOp(
+                gets_extra,
+                self._emit(llvm.AddOp(share, self._const(1, i64), overflow=NSW)),
+                share,
+            )
+        )
+        last = self._emit(llvm.AddOp(first, size, overflow=NSW))
+        return first, last
 
     # -- memory ------------------------------------------------------------
 
@@ -275,8 +557,14 @@ class _KernelTranslator:
         for index, stride in zip(op.indices, strides):
             term = self._operand(index)
             if stride != 1:
-                term = self._emit(llvm.MulOp(term, self._const(stride, i64), overflow=NSW))
-            offset = term if offset is None else self._emit(llvm.AddOp(offset, term, overflow=NSW))
+                term = self._emit(
+                    llvm.MulOp(term, self._const(stride, i64), overflow=NSW)
+                )
+            offset = (
+                term
+                if offset is None
+                else self._emit(llvm.AddOp(offset, term, overflow=NSW))
+            )
         if offset is None:  # a rank-0 memref
             offset = self._const(0, i64)
         return self._emit(
@@ -298,26 +586,21 @@ class _KernelTranslator:
         self._append(llvm.StoreOp(self._operand(op.value), address))
 
     def _lower_alloc(self, op: memref.AllocOp) -> None:
+        # In the entry block, so that a loop around the alloc neither grows the
+        # stack nor leaks: one buffer per call (per thread in an outlined loop).
         t = self._check_layout(op.memref.type, f"allocation of {op.memref.type}", op)
         elem = t.get_element_type()
         count = prod(t.get_shape())
         size_bytes = count * _byte_width(elem)
         if size_bytes <= STACK_LIMIT_BYTES:
-            # In the entry block, so that a loop around the alloc does not grow the stack.
             size = llvm.ConstantOp(IntegerAttr(count, i64), i64)
-            alloca = llvm.AllocaOp(size, elem, alignment=BUFFER_ALIGNMENT)
-            terminator = self.entry.last_op
-            if self.block is self.entry or terminator is None:
-                self._append(size)
-                self.values[op.memref] = self._emit(alloca)
-            else:
-                self.entry.insert_ops_before([size, alloca], terminator)
-                self.values[op.memref] = alloca.results[0]
+            alloca = llvm.AllocaOp(size.results[0], elem, alignment=BUFFER_ALIGNMENT)
+            self.values[op.memref] = self._emit_in_entry([size, alloca])
             return
-        nbytes = self._const(size_bytes, i64)
-        call = llvm.CallOp("malloc", nbytes, return_type=PTR)
-        self.externals["malloc"] = llvm.LLVMFunctionType([i64], PTR)
-        pointer = self._emit(call)
+        nbytes = llvm.ConstantOp(IntegerAttr(size_bytes, i64), i64)
+        call = llvm.CallOp("malloc", nbytes.results[0], return_type=PTR)
+        self.declarations.externals["malloc"] = llvm.LLVMFunctionType([i64], PTR)
+        pointer = self._emit_in_entry([nbytes, call])
         self.heap_buffers.append(pointer)
         self.values[op.memref] = pointer
 
@@ -332,7 +615,9 @@ class _KernelTranslator:
         if isinstance(value, IntegerAttr | FloatAttr):
             self.values[op.result] = self._const(value.value.data, t)
         else:
-            raise self._fail(op, "only scalar integer and float constants are supported")
+            raise self._fail(
+                op, "only scalar integer and float constants are supported"
+            )
 
     def _lower_float_binary(self, op: Operation) -> None:
         lhs, rhs = (self._operand(v) for v in op.operands)
@@ -348,7 +633,9 @@ class _KernelTranslator:
         self.values[op.results[0]] = self._emit(new)
 
     def _lower_negf(self, op: arith.NegfOp) -> None:
-        self.values[op.result] = self._emit(llvm.FNegOp(self._operand(op.operand), FAST))
+        self.values[op.result] = self._emit(
+            llvm.FNegOp(self._operand(op.operand), FAST)
+        )
 
     def _lower_min_max(self, op: arith.MaximumfOp | arith.MinimumfOp) -> None:
         lhs, rhs = self._operand(op.lhs), self._operand(op.rhs)
@@ -391,7 +678,9 @@ class _KernelTranslator:
             arith.TruncFOp: llvm.FPTruncOp,
         }
         source = self._operand(op.operands[0])
-        self.values[op.results[0]] = self._emit(casts[type(op)](source, op.results[0].type))  # type: ignore[call-arg]
+        self.values[op.results[0]] = self._emit(
+            casts[type(op)](source, op.results[0].type)
+        )  # type: ignore[call-arg]
 
     def _lower_math_intrinsic(self, op: Operation) -> None:
         new = _MATH_INTRINSICS[type(op)].create(
@@ -407,7 +696,7 @@ class _KernelTranslator:
         if suffix is None:
             raise self._fail(op, f"no C library function for {t}")
         name = _LIBM_CALLS[type(op)] + suffix
-        self.externals[name] = llvm.LLVMFunctionType([t], t)
+        self.declarations.externals[name] = llvm.LLVMFunctionType([t], t)
         call = llvm.CallOp(name, self._operand(op.operands[0]), return_type=t)
         self.values[op.results[0]] = self._emit(call)
 
@@ -445,21 +734,71 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelTranslator, Operation], None]]
 }
 
 
+def _captured_values(loop: ForOp) -> list[SSAValue]:
+    """Values defined outside ``loop`` and used inside it, in order of first
+    use, except constants (which the outlined function re-creates)."""
+    captured: dict[SSAValue, None] = {}
+    for op in loop.walk():
+        for operand in op.operands:
+            owner = operand.owner
+            if loop.is_ancestor(owner) or isinstance(owner, arith.ConstantOp):
+                continue
+            captured[operand] = None
+    return list(captured)
+
+
+def _captured_constants(loop: ForOp) -> list[arith.ConstantOp]:
+    """The ``arith.constant`` ops outside ``loop`` whose values it uses."""
+    constants: dict[arith.ConstantOp, None] = {}
+    for op in loop.walk():
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, arith.ConstantOp) and not loop.is_ancestor(owner):
+                constants[owner] = None
+    return list(constants)
+
+
+def _provide_thread_runtime() -> None:
+    """Load the OpenMP runtime now, so that code lowered in this process
+    links wherever it is compiled: MCJIT aborts the process on a missing
+    symbol.  (The JIT should do this itself before it creates an engine —
+    then this becomes redundant; it costs nothing after the first call.)"""
+    from ember.runtime.threads import ensure_runtime
+
+    ensure_runtime()
+
+
 def lower_kernels_to_llvm(module: ModuleOp) -> None:
     """Replace every kernel of ``module`` by its ``llvm.func``, in place.
 
     Every kernel is translated before the module is changed, so a kernel that
     cannot be lowered raises :class:`PassError` and leaves the module as it
-    was.  C library functions the kernels call are declared once.
+    was.  Functions outlined from parallel loops follow their kernel; C
+    library and OpenMP functions, and the thread-count global, are declared
+    once, at the end.
     """
-    externals: dict[str, llvm.LLVMFunctionType] = {}
-    kernels = kernel_functions(module)
-    lowered = [_KernelTranslator(k, externals).translate() for k in kernels]
-    for kernel, replacement in zip(kernels, lowered):
-        module.body.block.insert_op_before(replacement, kernel)
+    declarations = _ModuleDeclarations()
+    lowered: list[tuple[func.FuncOp, list[llvm.FuncOp]]] = []
+    for kernel in kernel_functions(module):
+        outlined_before = len(declarations.outlined)
+        replacement = _KernelTranslator(kernel, declarations).translate()
+        lowered.append(
+            (kernel, [replacement, *declarations.outlined[outlined_before:]])
+        )
+    if declarations.outlined:
+        _provide_thread_runtime()
+    for kernel, replacements in lowered:
+        module.body.block.insert_ops_before(replacements, kernel)
         module.body.block.erase_op(kernel)
-    declared = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
-    for name, signature in sorted(externals.items()):
+    declared = {
+        op.sym_name.data
+        for op in module.ops
+        if isinstance(op, llvm.FuncOp | llvm.GlobalOp)
+    }
+    for name, t in sorted(declarations.external_globals.items()):
+        if name not in declared:
+            module.body.block.add_op(llvm.GlobalOp(t, name, "external"))
+    for name, signature in sorted(declarations.externals.items()):
         if name not in declared:
             module.body.block.add_op(
                 llvm.FuncOp(name, signature, linkage=llvm.LinkageAttr("external"))

@@ -167,6 +167,17 @@ def optimize(llvm_ir: str) -> str:
     return str(parsed)
 
 
+def _resolve_runtime_symbols() -> None:
+    """Make the OpenMP entry points and ``ember_num_threads`` resolvable.
+
+    MCJIT aborts the process on an unresolved symbol, so this runs before
+    any engine links code (compiled here or loaded from an object file).
+    """
+    from ember.runtime.threads import ensure_runtime
+
+    ensure_runtime()
+
+
 def assembly(llvm_ir: str) -> str:
     """Host assembly for LLVM IR text."""
     llvm = _llvm()
@@ -174,6 +185,7 @@ def assembly(llvm_ir: str) -> str:
 
 
 def _engine(llvm_ir: str) -> ExecutionEngine:
+    _resolve_runtime_symbols()
     llvm = _llvm()
     parsed = llvm.parse_assembly(llvm_ir)
     engine = llvm.create_mcjit_compiler(parsed, host_target_machine())
@@ -198,6 +210,7 @@ def load_object(data: bytes, llvm_ir: str = "") -> JitModule:
     No optimisation or code generation runs: MCJIT only links the object.
     ``llvm_ir`` is kept for inspection if given.
     """
+    _resolve_runtime_symbols()
     llvm = _llvm()
     empty = llvm.parse_assembly("")
     empty.triple = _shared_target_machine().triple

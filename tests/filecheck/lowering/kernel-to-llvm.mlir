@@ -4,7 +4,7 @@
 // access and fast-math float arithmetic.
 func.func @rowsum(%A: memref<4x8xf32>, %S: memref<4xf32>) attributes {kernel.kernel} {
   %T = memref.alloc() : memref<4xf32>
-  kernel.for %i = 0 to 4 parallel {
+  kernel.for %i = 0 to 4 {
     kernel.for %k = 0 to 8 step 2 {
       kernel.block "T" (%vi = spatial %i, %vk = reduce %k) {
         kernel.init {

@@ -1,0 +1,107 @@
+// RUN: ember-opt %s -p lower-kernel-to-llvm | filecheck %s
+
+// An outermost parallel loop is outlined: the body into @scale__parallel0_body
+// (a loop over [begin, end) with the captured buffers as noalias arguments,
+// the constant re-created inside), the thread entry point into
+// @scale__parallel0 (unpacks the captures, takes its static chunk). The
+// kernel forks with GOMP_parallel when min(ember_num_threads, 7) > 1 and calls
+// the body on the whole range otherwise. The nested parallel loop runs
+// serially inside the body.
+func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.kernel} {
+  %two = arith.constant 2.0 : f32
+  kernel.for %i = 0 to 7 parallel {
+    kernel.for %j = 0 to 5 parallel {
+      kernel.block "Y" (%vi = spatial %i, %vj = spatial %j) {
+        %x = memref.load %X[%vi, %vj] : memref<7x5xf32>
+        %y = arith.mulf %x, %two : f32
+        memref.store %y, %Y[%vi, %vj] : memref<7x5xf32>
+      }
+    }
+  }
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @scale(%X: !llvm.ptr {llvm.noalias}, %Y: !llvm.ptr {llvm.noalias}) {
+// CHECK:         %[[COUNT:.*]] = llvm.mlir.constant(7) : i64
+// CHECK-NEXT:    %[[CELL:.*]] = llvm.mlir.addressof @ember_num_threads : !llvm.ptr
+// CHECK-NEXT:    %[[REQ32:.*]] = llvm.load %[[CELL]] : !llvm.ptr -> i32
+// CHECK-NEXT:    %[[REQ:.*]] = llvm.sext %[[REQ32]] : i32 to i64
+// CHECK-NEXT:    %[[FEWER:.*]] = llvm.icmp "slt" %[[REQ]], %[[COUNT]] : i64
+// CHECK-NEXT:    %[[N:.*]] = llvm.select %[[FEWER]], %[[REQ]], %[[COUNT]] : i1, i64
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[SEVERAL:.*]] = llvm.icmp "sgt" %[[N]], %[[ONE]] : i64
+// CHECK-NEXT:    %[[SLOTS:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[DATA:.*]] = llvm.alloca %[[SLOTS]] x !llvm.ptr {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    llvm.cond_br %[[SEVERAL]], ^[[FORK:.*]], ^[[INLINE:.*]]
+// CHECK-NEXT:  ^[[FORK]]:
+// CHECK-NEXT:    %[[S0:.*]] = llvm.getelementptr inbounds %[[DATA]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %X, %[[S0]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[S1:.*]] = llvm.getelementptr inbounds %[[DATA]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %Y, %[[S1]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[TEAM:.*]] = llvm.trunc %[[N]] : i64 to i32
+// CHECK-NEXT:    %[[FN:.*]] = llvm.mlir.addressof @scale__parallel0 : !llvm.ptr
+// CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[DATA]], %[[TEAM]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK-NEXT:    llvm.br ^[[AFTER:.*]]
+// CHECK-NEXT:  ^[[INLINE]]:
+// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(7) : i64
+// CHECK-NEXT:    llvm.call @scale__parallel0_body(%X, %Y, %[[LB]], %[[UB]]) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT:    llvm.br ^[[AFTER]]
+// CHECK-NEXT:  ^[[AFTER]]:
+// CHECK-NEXT:    llvm.return
+
+// CHECK-LABEL: llvm.func @scale__parallel0_body(%X_1: !llvm.ptr {llvm.noalias}, %Y_1: !llvm.ptr {llvm.noalias}, %begin: i64, %end: i64) {
+// CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2.000000e+00 : f32) : f32
+// CHECK-NEXT:    %[[SOME:.*]] = llvm.icmp "slt" %begin, %end : i64
+// CHECK-NEXT:    llvm.cond_br %[[SOME]], ^[[LOOPS:.*]], ^[[DONE:.*]]
+// CHECK-NEXT:  ^[[LOOPS]]:
+// CHECK-NEXT:    llvm.br ^[[LOOP_I:.*]](%begin : i64)
+// CHECK-NEXT:  ^[[LOOP_I]](%i: i64):
+// The nested parallel loop is an ordinary loop here: no second fork.
+// CHECK-NOT:     GOMP_parallel
+// CHECK:         llvm.br ^[[LOOP_J:.*]](%{{.*}} : i64)
+// CHECK-NEXT:  ^[[LOOP_J]](%j: i64):
+// CHECK:         llvm.fmul %{{.*}}, %[[TWO]] {fastmathFlags = #llvm.fastmath<fast>} : f32
+// CHECK:         %[[NEXT:.*]] = llvm.add %i, %{{.*}} overflow<nsw> : i64
+// CHECK-NEXT:    %[[MORE:.*]] = llvm.icmp "slt" %[[NEXT]], %end : i64
+// CHECK-NEXT:    llvm.cond_br %[[MORE]], ^[[LOOP_I]](%[[NEXT]] : i64), ^{{.*}}
+// CHECK:       ^[[DONE]]:
+// CHECK-NEXT:    llvm.return
+
+// CHECK-LABEL: llvm.func @scale__parallel0(%data: !llvm.ptr {llvm.noalias}) {
+// CHECK-NEXT:    %[[P0:.*]] = llvm.getelementptr inbounds %data[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P0]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr inbounds %data[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[P1]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    %[[TID32:.*]] = llvm.call @omp_get_thread_num() : () -> i32
+// CHECK-NEXT:    %[[TID:.*]] = llvm.sext %[[TID32]] : i32 to i64
+// CHECK-NEXT:    %[[NTH32:.*]] = llvm.call @omp_get_num_threads() : () -> i32
+// CHECK-NEXT:    %[[NTH:.*]] = llvm.sext %[[NTH32]] : i32 to i64
+// CHECK-NEXT:    %[[T:.*]] = llvm.mlir.constant(7) : i64
+// CHECK-NEXT:    %[[Q:.*]] = llvm.sdiv %[[T]], %[[NTH]] : i64
+// CHECK-NEXT:    %[[R:.*]] = llvm.srem %[[T]], %[[NTH]] : i64
+// CHECK:         llvm.call @scale__parallel0_body(%[[X]], %[[Y]], %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT:    llvm.return
+
+// A parallel loop with one iteration forks nothing: it is an ordinary loop.
+func.func @single(%Y: memref<1x4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 1 parallel {
+    kernel.for %j = 0 to 4 {
+      kernel.block "Y" (%vi = spatial %i, %vj = spatial %j) {
+        %one = arith.constant 1.0 : f32
+        memref.store %one, %Y[%vi, %vj] : memref<1x4xf32>
+      }
+    }
+  }
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @single(%{{.*}}: !llvm.ptr {llvm.noalias}) {
+// CHECK-NOT:     llvm.call
+// CHECK:         llvm.return
+
+// CHECK-DAG:   llvm.mlir.global external @ember_num_threads() {addr_space = 0 : i32} : i32
+// CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
+// CHECK-DAG:   llvm.func @omp_get_num_threads() -> i32
+// CHECK-DAG:   llvm.func @omp_get_thread_num() -> i32
