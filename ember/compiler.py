@@ -127,6 +127,9 @@ def lower_to_stage(
     """The text of ``stage`` for ``module`` (what ``ember-translate`` prints)."""
     if stage not in STAGES:
         raise PassError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
+    from ember.runtime.module import find_function
+
+    find_function(module, options.entry)  # an unknown entry fails before any work
     graph = to_graph(module, params, options)
     if stage == "graph":
         return str(graph)

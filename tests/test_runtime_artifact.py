@@ -347,9 +347,9 @@ def test_registering_a_planned_target_makes_it_available(backend_tables: None) -
     from ember.runtime.module import register_backend
 
     with pytest.raises(RuntimeFailure, match="not available yet"):
-        build(MLP, target="llvm")
+        build(MLP, target="cuda")
     # Registered lazily, by import path, as a real backend would be.
-    register_backend("llvm", "ember.runtime.module:InterpModule")
-    assert type(build(MLP, target="llvm")) is InterpModule
-    register_backend("llvm", RecordingBackend, override=True)
-    assert isinstance(build(MLP, target="llvm"), RecordingBackend)
+    register_backend("cuda", "ember.runtime.module:InterpModule")
+    assert type(build(MLP, target="cuda")) is InterpModule
+    register_backend("cuda", RecordingBackend, override=True)
+    assert isinstance(build(MLP, target="cuda"), RecordingBackend)

@@ -272,9 +272,9 @@ def test_unknown_target_lists_targets() -> None:
         build(MLP, target="x86")
 
 
-def test_llvm_is_not_available_yet_and_never_falls_back() -> None:
-    with pytest.raises(RuntimeFailure, match="'llvm'.*not available yet"):
-        build(MLP, target="llvm")
+def test_cuda_is_not_available_yet_and_never_falls_back() -> None:
+    with pytest.raises(RuntimeFailure, match="'cuda'.*not available yet"):
+        build(MLP, target="cuda")
 
 
 @pytest.mark.parametrize(

@@ -12,17 +12,18 @@ argument not given.  Each output's type and a min/max/mean summary are
 printed; ``--output`` saves them to an .npz file as ``output0``,
 ``output1``, …
 
-Execution sits behind one function, :func:`execute`, and the table
-:data:`ENGINES`: today the only engine is the reference interpreter
-(``ember.interpret``); compiled execution plugs in as another entry, chosen
-by a future ``--engine``/``--interpret`` flag, without touching input
-handling or reporting.
+By default the function is compiled to native code (``ember.build(...,
+target="llvm")``) and run once; ``--interpret`` runs the reference
+interpreter instead, and ``--bench N`` also reports the latency of N runs.
+Execution sits behind :func:`prepare` and the table :data:`ENGINES`, so
+input handling and reporting do not depend on how a function runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -41,31 +42,68 @@ TOOL = "ember-run"
 RANDOM = "random"
 """The input value that asks for random data instead of a file."""
 
-Engine = Callable[[ModuleOp, str, Sequence[np.ndarray]], list[np.ndarray]]
+Runner = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
+"""A prepared function: inputs in argument order -> one array per result."""
+
+Engine = Callable[[ModuleOp, str], Runner]
+"""Prepares ``entry`` of a module once (e.g. compiles it) and returns a runner."""
 
 
-def _interpret(
-    module: ModuleOp, entry: str, inputs: Sequence[np.ndarray]
-) -> list[np.ndarray]:
+def _interpreter(module: ModuleOp, entry: str) -> Runner:
     from ember.interp import interpret
 
-    return interpret(module, entry, *inputs)
+    return lambda inputs: interpret(module, entry, *inputs)
 
 
-ENGINES: dict[str, Engine] = {"interpret": _interpret}
+def _compiled(module: ModuleOp, entry: str) -> Runner:
+    from ember.build import build
+    from ember.runtime.graph_executor import GraphExecutor
+
+    executor = GraphExecutor(build(module, target="llvm", entry=entry))
+
+    def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        for name, value in zip(executor.input_names, inputs, strict=True):
+            executor.set_input(name, value)
+        executor.run()
+        return [executor.get_output(i).numpy() for i in range(executor.num_outputs)]
+
+    return run
+
+
+ENGINES: dict[str, Engine] = {"llvm": _compiled, "interpret": _interpreter}
 """How a function can be executed, by name; the first one is the default."""
+
+
+def prepare(module: ModuleOp, entry: str, engine: str = "llvm") -> Runner:
+    """Get function ``entry`` of ``module`` ready to run on ``engine``."""
+    if engine not in ENGINES:
+        raise EmberError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
+    return ENGINES[engine](module, entry)
 
 
 def execute(
     module: ModuleOp,
     entry: str,
     inputs: Sequence[np.ndarray],
-    engine: str = "interpret",
+    engine: str = "llvm",
 ) -> list[np.ndarray]:
     """Run function ``entry`` of ``module`` on ``inputs``; one array per result."""
-    if engine not in ENGINES:
-        raise EmberError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
-    return ENGINES[engine](module, entry, inputs)
+    return prepare(module, entry, engine)(inputs)
+
+
+def bench(runner: Runner, inputs: Sequence[np.ndarray], repeat: int) -> str:
+    """Median/min/mean latency of ``repeat`` runs after one warm-up run."""
+    runner(inputs)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        runner(inputs)
+        times.append(time.perf_counter() - start)
+    ms = np.array(times) * 1e3
+    return (
+        f"latency over {repeat} runs: median {np.median(ms):.3f} ms, "
+        f"min {ms.min():.3f} ms, mean {ms.mean():.3f} ms"
+    )
 
 
 # --------------------------------------------------------------------------
@@ -260,8 +298,8 @@ def save_outputs(path: str, outputs: Sequence[np.ndarray]) -> None:
 def _argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=TOOL,
-        description="Run a function of an ember IR file with the reference "
-        "interpreter.",
+        description="Compile a function of an ember IR file to native code and "
+        "run it (--interpret: the reference interpreter).",
     )
     parser.add_argument("input_file", help="the .mlir file ('-' reads stdin)")
     parser.add_argument(
@@ -285,11 +323,26 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output", metavar="OUT.npz", help="save the outputs to an .npz file"
     )
+    parser.add_argument(
+        "--interpret",
+        action="store_true",
+        help="run with the reference interpreter instead of compiled code",
+    )
+    parser.add_argument(
+        "--bench",
+        type=int,
+        nargs="?",
+        const=50,
+        metavar="N",
+        help="also time N runs after a warm-up (default 50) and report the latency",
+    )
     return parser
 
 
 def _main(argv: Sequence[str] | None) -> int:
     args = _argument_parser().parse_args(argv)
+    if args.bench is not None and args.bench < 1:
+        raise EmberError(f"--bench needs a positive number of runs, got {args.bench}")
     text, name = read_source(args.input_file)
     module = parse_source(text, name).module
     func = find_function(module, args.entry, name)
@@ -298,13 +351,16 @@ def _main(argv: Sequence[str] | None) -> int:
     inputs, origins = gather_inputs(arguments, given, args.random_inputs, args.seed)
     for line in origins:
         print(line)
-    outputs = execute(module, args.entry, inputs)
+    runner = prepare(module, args.entry, "interpret" if args.interpret else "llvm")
+    outputs = runner(inputs)
     for index, output in enumerate(outputs):
         print(summarize(output_name(index), output))
     if args.output:
         save_outputs(args.output, outputs)
         plural = "s" if len(outputs) != 1 else ""
         print(f"saved {len(outputs)} output{plural} to {args.output}")
+    if args.bench is not None:
+        print(bench(runner, inputs, args.bench))
     return 0
 
 

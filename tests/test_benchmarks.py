@@ -1,0 +1,240 @@
+"""Smoke tests of ``benchmarks/``: the peers compute what ember computes.
+
+The numpy models and the ONNX export are only worth timing if they compute
+the workloads' function: each is compared with the reference interpreter
+(``ember.interpret``) on the same seeded weights.  The compare script is run
+end to end on the smallest workload.  Nothing here asserts a timing — speed
+goals are read from the benchmark's table, never tested.
+
+onnxruntime is optional (the ``bench`` extra): its tests skip with the
+install command when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.errors import EmberError
+from ember.testing import workloads
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import compare
+import numpy_models
+import onnx_export
+
+RTOL = 1e-4  # of the output's largest magnitude: float32 sums in another order
+
+# resnet18 takes ~2 s here (interpreter + numpy); the rest milliseconds.
+WORKLOADS = ("mlp", "mlp_b64", "tiny_pipe", "convbnrelu", "resnet18")
+
+
+def _reference(
+    name: str,
+) -> tuple[object, dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    module, params = workloads.get(name)
+    x = compare.input_for(module)
+    expected = ember.interpret(module, "main", x, *params.values())[0]
+    return module, params, x, expected
+
+
+def _assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.shape == expected.shape
+    assert actual.dtype == np.float32
+    assert compare.relative_error(actual, expected) < RTOL
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_numpy_model_matches_interpreter(name: str) -> None:
+    _, params, x, expected = _reference(name)
+    _assert_close(numpy_models.prepare(name, params)(x), expected)
+
+
+def test_numpy_model_rejects_unknown_workload_and_missing_params() -> None:
+    with pytest.raises(EmberError, match="no numpy model for workload 'vgg'"):
+        numpy_models.prepare("vgg", {})
+    _, params = workloads.get("tiny_pipe")
+    del params["dweight"]
+    with pytest.raises(EmberError, match="params has no 'dweight'"):
+        numpy_models.prepare("tiny_pipe", params)
+
+
+def test_numpy_conv_strided_1x1_and_maxpool_match_interpreter() -> None:
+    """The resnet18 paths (stride 2, 1x1 projection, padded max) on odd sizes."""
+    module = ember.parse(
+        """
+        func.func @main(%x: tensor<1x4x9x9xf32>, %w: tensor<6x4x1x1xf32>) -> tensor<1x6x3x3xf32> {
+          %0 = graph.conv2d %x, %w {strides = [2, 2]} : (tensor<1x4x9x9xf32>, tensor<6x4x1x1xf32>) -> tensor<1x6x5x5xf32>
+          %1 = graph.max_pool2d %0 {pool_size = [3, 3], strides = [2, 2], padding = [1, 1, 1, 1]} : (tensor<1x6x5x5xf32>) -> tensor<1x6x3x3xf32>
+          func.return %1 : tensor<1x6x3x3xf32>
+        }
+        """
+    )
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 4, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((6, 4, 1, 1)).astype(np.float32)
+    expected = ember.interpret(module, "main", x, w)[0]
+    conv = numpy_models.fold_conv_bn({"w": w}, "w", None, stride=2)
+    _assert_close(numpy_models.max_pool_3x3_s2(conv(x, relu=False)), expected)
+
+
+def _session(module: object, params: dict[str, np.ndarray]) -> object:
+    pytest.importorskip(
+        "onnx", reason=f"onnx is not installed; {onnx_export.INSTALL_HINT}"
+    )
+    pytest.importorskip(
+        "onnxruntime",
+        reason=f"onnxruntime is not installed; {onnx_export.INSTALL_HINT}",
+    )
+    return onnx_export.inference_session(onnx_export.export(module, params), threads=1)
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_onnx_export_matches_interpreter(name: str) -> None:
+    module, params, x, expected = _reference(name)
+    session = _session(module, params)
+    (actual,) = session.run(None, {"data": x})
+    _assert_close(actual, expected)
+
+
+def test_onnx_export_of_bias_add_on_nchw_and_free_params() -> None:
+    """bias_add along axis 1 of a 4-D tensor, and weights left as inputs."""
+    module = ember.parse(
+        """
+        func.func @main(%x: tensor<2x3x4x5xf32>, %b: tensor<3xf32>, %w: tensor<7x60xf32>) -> tensor<2x7xf32> {
+          %0 = graph.bias_add %x, %b : (tensor<2x3x4x5xf32>, tensor<3xf32>) -> tensor<2x3x4x5xf32>
+          %1 = graph.sigmoid %0 : tensor<2x3x4x5xf32>
+          %2 = graph.batch_flatten %1 : (tensor<2x3x4x5xf32>) -> tensor<2x60xf32>
+          %3 = graph.dense %2, %w : (tensor<2x60xf32>, tensor<7x60xf32>) -> tensor<2x7xf32>
+          func.return %3 : tensor<2x7xf32>
+        }
+        """
+    )
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    w = rng.standard_normal((7, 60)).astype(np.float32)
+    session = _session(module, {"b": b})
+    assert [i.name for i in session.get_inputs()] == ["x", "w"]
+    (actual,) = session.run(None, {"x": x, "w": w})
+    _assert_close(actual, ember.interpret(module, "main", x, b, w)[0])
+
+
+def test_onnx_export_names_unsupported_op_and_unknown_param() -> None:
+    pytest.importorskip(
+        "onnx", reason=f"onnx is not installed; {onnx_export.INSTALL_HINT}"
+    )
+    module = ember.parse(
+        """
+        func.func @main(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+          %0 = graph.transpose %x {axes = [1, 0]} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+          func.return %0 : tensor<3x2xf32>
+        }
+        """
+    )
+    with pytest.raises(
+        onnx_export.OnnxExportError, match="cannot export 'graph.transpose'"
+    ):
+        onnx_export.export(module)
+    mlp, params = workloads.get("mlp")
+    with pytest.raises(
+        onnx_export.OnnxExportError, match=r"\['w9'\] are not arguments of @main"
+    ):
+        onnx_export.export(mlp, {**params, "w9": params["w0"]})
+
+
+def _logging_runner(framework: str, log: list[str]) -> compare.Runner:
+    return compare.Runner(
+        framework, lambda: log.append(framework), lambda: np.zeros(1), 0.0
+    )
+
+
+def test_time_interleaved_counts_runs_and_rotates_order() -> None:
+    log: list[str] = []
+    runners = [_logging_runner(f, log) for f in ("a", "b", "c")]
+    timings = compare.time_interleaved(runners, runs=7, warmup=2, block=3)
+    assert {f: len(t.samples) for f, t in timings.items()} == {"a": 7, "b": 7, "c": 7}
+    # 2 warm-up runs each, then 3 rounds (3 + 3 + 1 timed) with one untimed run per block.
+    assert log[:6] == ["a", "a", "b", "b", "c", "c"]
+    blocks = log[6:]
+    assert len(blocks) == 3 * 7 + 3 * 3
+    first_of_round = [blocks[0], blocks[4 * 3], blocks[8 * 3]]
+    assert first_of_round == ["a", "b", "c"]
+
+
+def test_parse_args_rejects_unknown_workload(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        compare.parse_args(["--workloads", "mlp,vgg"])
+    assert "unknown workload(s) ['vgg']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        compare.parse_args(["--blas-threads", "0"])
+    assert "--blas-threads must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_missing_onnxruntime_shows_na_and_install_hint(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        compare, "onnxruntime_missing", lambda: "onnxruntime is not installed; x"
+    )
+    assert (
+        compare.main(["--workloads", "tiny_pipe", "--repeat", "2", "--warmup", "0"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| tiny_pipe"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "n/a" and cells[5] == "n/a"  # onnxruntime ms, ember/ort
+    assert float(cells[2]) > 0 and cells[4].endswith("x")
+    assert "note: tiny_pipe: onnxruntime: onnxruntime is not installed" in out
+
+
+def test_compare_script_end_to_end(tmp_path: Path) -> None:
+    report = tmp_path / "out.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "compare.py"),
+            "--workloads",
+            "mlp",
+            "--repeat",
+            "3",
+            "--json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,  # the assertion below shows stderr
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert header == [
+        "workload",
+        "ember ms",
+        "numpy ms",
+        "onnxruntime ms",
+        "ember/numpy",
+        "ember/ort",
+        "compile s",
+    ]
+    assert any(line.startswith("| mlp ") for line in lines)
+    (result,) = json.loads(report.read_text())["results"]
+    assert result["workload"] == "mlp"
+    assert "ember" not in result["problems"], result["problems"]
+    assert result["timings"]["ember"]["runs"] == 3
+    assert result["ratios"]["numpy"] == pytest.approx(
+        result["median_ms"]["ember"] / result["median_ms"]["numpy"]
+    )
+    assert result["compile_s"] > 0
