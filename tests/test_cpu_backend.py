@@ -211,3 +211,24 @@ def test_executor_input_errors() -> None:
         ex.set_input("data", np.zeros((1, 783), "float32"))
     with pytest.raises(ember.EmberError, match="float64|dtype"):
         ex.set_input("data", np.zeros((1, 784), "float64"))
+
+
+PROGRAM = Path(__file__).parent / "filecheck" / "lowering" / "program-to-llvm.mlir"
+
+
+def test_program_frame_workspace_reuse_and_copies() -> None:
+    """Returned arguments and constants are copied; reused workspace is right."""
+
+    @ember.register_func("env.add_one", override=True)
+    def add_one(x, out):
+        np.add(x.numpy(), 1, out=np.from_dlpack(out))
+
+    try:
+        lib = ember.build(PROGRAM.read_text(), target="llvm")
+        x = np.arange(4, dtype="float32")
+        d, same_x, c = run_compiled(lib, {"x": x})
+    finally:
+        ember.remove_global_func("env.add_one")
+    np.testing.assert_array_equal(d, (x * 4 + 1) * 2)
+    np.testing.assert_array_equal(same_x, x)
+    np.testing.assert_array_equal(c, [1, 2, 3, 4])
