@@ -25,6 +25,8 @@ import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import RuntimeFailure
@@ -51,7 +53,10 @@ def build(
     """Compile function ``entry`` of ``module`` for ``target``.
 
     ``module``: a verified ``ModuleOp`` (or IR text, parsed here).
-    ``target``: ``"interp"`` or ``"llvm"`` (see :func:`~ember.runtime.module.available_targets`).
+    ``target``: ``"interp"`` or ``"llvm"`` (see :func:`~ember.runtime.module.available_targets`),
+    optionally with TVM's library option: ``"llvm -libs=blas"`` offloads
+    dense, matmul and conv2d to BLAS (``partition-extern``) after the params
+    are bound and batch_norm is folded into the weights.
     ``params``: argument name → array (numpy, NDArray, DLPack, list), bound
     as constants; copied, so later changes to the caller's arrays do not
     leak into the module.
@@ -61,10 +66,43 @@ def build(
     from ember.runtime.module import backend_for, signature_of
 
     ir = _as_module(module)
-    backend = backend_for(target)
+    target_name, libs = parse_target(target)
+    backend = backend_for(target_name)
     signature = signature_of(ir, entry)
     bound = _bind_params(signature, params)
+    if libs:
+        ir, bound = _offload(ir, entry, bound, libs), {}
+        signature = signature_of(ir, entry)
     return backend.compile(ir.clone(), signature, bound)
+
+
+def parse_target(target: str) -> tuple[str, tuple[str, ...]]:
+    """``"llvm -libs=blas,x"`` → ``("llvm", ("blas", "x"))``."""
+    if not isinstance(target, str):
+        raise RuntimeFailure(f"target must be a string such as 'llvm', got {target!r}")
+    name, *options = target.split()
+    libs: tuple[str, ...] = ()
+    for option in options:
+        key, _, value = option.partition("=")
+        if key != "-libs" or not value:
+            raise RuntimeFailure(
+                f"unknown target option {option!r} in {target!r}; "
+                "the only option is -libs=NAME[,NAME…] (e.g. 'llvm -libs=blas')"
+            )
+        libs += tuple(v for v in value.split(",") if v)
+    return name, libs
+
+
+def _offload(
+    ir: ModuleOp, entry: str, params: Mapping[str, np.ndarray], libs: tuple[str, ...]
+) -> ModuleOp:
+    """Bind params, fold batch_norm into weights, then offload to ``libs``."""
+    from ember.passes.bind_params import bind_params
+    from ember.passes.pipeline import apply_passes
+
+    bound = bind_params(ir, params, entry=entry) if params else ir
+    pipeline = f"simplify-inference,fold-constants,partition-extern{{libs={','.join(libs)}}}"
+    return apply_passes(bound, pipeline)
 
 
 def _as_module(module: ModuleOp | str) -> ModuleOp:

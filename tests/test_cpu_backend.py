@@ -232,3 +232,24 @@ def test_program_frame_workspace_reuse_and_copies() -> None:
     np.testing.assert_array_equal(d, (x * 4 + 1) * 2)
     np.testing.assert_array_equal(same_x, x)
     np.testing.assert_array_equal(c, [1, 2, 3, 4])
+
+
+def test_target_libs_offloads_after_folding() -> None:
+    """'llvm -libs=blas' (TVM's -libs): conv2d goes to BLAS, batch_norm stays folded."""
+    module, params = workloads.get("convbnrelu")
+    lib = ember.build(module, target="llvm -libs=blas", params=params)
+    assert lib.extern_funcs == ("blas.conv2d",)
+    data = np.random.default_rng(5).standard_normal((1, 3, 224, 224)).astype("float32")
+    (out,) = run_compiled(lib, {"data": data})
+    (ref,) = ember.interpret(module, "main", data, *params.values())
+    assert relative_error(out, ref) <= 1e-4
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("llvm -lib=blas", "unknown target option"), ("llvm -libs=cudnn", "unknown library 'cudnn'")],
+)
+def test_bad_target_options_are_errors(target: str, message: str) -> None:
+    module, params = workloads.get("mlp")
+    with pytest.raises(ember.EmberError, match=message):
+        ember.build(module, target=target, params=params)

@@ -21,11 +21,18 @@ give writable views without a copy::
 interpreter and compiled modules call externs the same way.  Names are
 resolved when a module is loaded (:func:`check_registered`), so an unknown
 name fails before anything runs.
+
+Functions that ember itself ships (``blas.*``, :mod:`ember.runtime.blas`)
+are registered when their provider module is imported, and a lookup of a
+missing name under a provider's prefix imports it first (:data:`PROVIDERS`):
+IR that calls ``"blas.sgemm"`` runs in a fresh process, as TVM's contrib
+functions are there once the library is loaded.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
@@ -46,6 +53,19 @@ _registry: dict[str, Callable[..., Any]] = {}
 # Registration may happen from pipeline worker threads while another thread
 # resolves names; the lock keeps check-then-insert atomic.
 _lock = threading.Lock()
+
+
+PROVIDERS: dict[str, str] = {"blas.": "ember.runtime.blas"}
+"""Name prefix → module that registers ember's functions under it on import."""
+
+
+def _load_provider(name: str) -> bool:
+    """Import the provider of ``name``'s prefix, if any; whether one was imported."""
+    module = next((m for p, m in PROVIDERS.items() if name.startswith(p)), None)
+    if module is None:
+        return False
+    importlib.import_module(module)  # registers on first import; a no-op later
+    return True
 
 
 def _origin(func: Callable[..., Any]) -> str:
@@ -112,6 +132,9 @@ def get_global_func(
     """
     with _lock:
         func = _registry.get(name)
+    if func is None and _load_provider(name):
+        with _lock:
+            func = _registry.get(name)
     if func is None and not allow_missing:
         raise UnknownFunctionError(_unknown_message(name))
     return func

@@ -284,10 +284,10 @@ def _apply_wait_policy() -> int | None:
 
 
 def _libgomp_already_loaded() -> bool:
-    return any("libgomp" in path for path in _loaded_libraries())
+    return any("libgomp" in path for path in loaded_libraries())
 
 
-def _loaded_libraries() -> list[str]:
+def loaded_libraries() -> list[str]:
     """Paths of the shared libraries mapped into this process (Linux)."""
     try:
         maps = Path("/proc/self/maps").read_text()
@@ -360,7 +360,7 @@ def limit_blas_threads(count: int) -> bool:
     import numpy  # noqa: F401  (loads its BLAS, so that it is in the process map)
 
     found = False
-    for path in _loaded_libraries():
+    for path in loaded_libraries():
         if "openblas" not in Path(path).name.lower():
             continue
         library = ctypes.CDLL(path)
