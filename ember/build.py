@@ -26,11 +26,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import RuntimeFailure
-from ember.ir import parse, verify_module
+from ember.ir import as_module
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,7 +64,7 @@ def build(
     """
     from ember.runtime.module import backend_for, signature_of
 
-    ir = _as_module(module)
+    ir = as_module(module, "ember.build", RuntimeFailure)
     target_name, libs = parse_target(target)
     backend = backend_for(target_name)
     signature = signature_of(ir, entry)
@@ -103,17 +102,6 @@ def _offload(
     bound = bind_params(ir, params, entry=entry) if params else ir
     pipeline = f"simplify-inference,fold-constants,partition-extern{{libs={','.join(libs)}}}"
     return apply_passes(bound, pipeline)
-
-
-def _as_module(module: ModuleOp | str) -> ModuleOp:
-    if isinstance(module, str):
-        return parse(module)
-    if not isinstance(module, ModuleOp):
-        raise RuntimeFailure(
-            f"ember.build expects a module (ember.parse(text)) or IR text, got {type(module).__name__}"
-        )
-    verify_module(module)
-    return module
 
 
 def _bind_params(

@@ -42,6 +42,25 @@ def parse(text: str, *, name: str = "<string>", verify: bool = True) -> ModuleOp
     return parse_source(text, name, verify=verify).module
 
 
+def as_module(
+    module: ModuleOp | str, caller: str, error: type[Exception] = IRError
+) -> ModuleOp:
+    """A verified module from a ``ModuleOp`` or IR text (parsed here).
+
+    Any other object raises ``error`` naming ``caller`` (the API the user
+    called), so each API keeps its own error type.
+    """
+    if isinstance(module, str):
+        return parse(module)
+    if not isinstance(module, ModuleOp):
+        raise error(
+            f"{caller} expects a module (ember.parse(text)) or IR text, "
+            f"got {type(module).__name__}"
+        )
+    verify_module(module)
+    return module
+
+
 def verify_module(module: ModuleOp) -> None:
     """Verify a module, turning verifier failures into :class:`IRError`."""
     verify_with_locations(module, {})

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -36,6 +35,7 @@ from xdsl.utils.arg_spec import ArgSpec, ArgSpecParseError, parse_pipeline
 from xdsl.utils.exceptions import DiagnosticException
 
 from ember.errors import EmberError, IRError, PassError
+from ember.ir import as_module
 
 __all__ = [
     "PassRegistry",
@@ -136,19 +136,6 @@ def _pass_list(pipeline: str | ModulePass | Sequence[ModulePass]) -> tuple[Modul
     return items
 
 
-def _as_module(module: Any) -> ModuleOp:
-    from ember.ir import parse, verify_module
-
-    if isinstance(module, str):
-        return parse(module)
-    if not isinstance(module, ModuleOp):
-        raise PassError(
-            f"apply_passes expects a module (ember.parse(text)) or IR text, got {type(module).__name__}"
-        )
-    verify_module(module)
-    return module
-
-
 def _run_pass(pass_: ModulePass, ctx: Context, module: ModuleOp, verify: bool) -> None:
     from ember.ir import verify_module
 
@@ -185,7 +172,7 @@ def apply_passes(
     from ember.context import make_context
 
     passes = _pass_list(pipeline)
-    result = _as_module(module).clone()
+    result = as_module(module, "apply_passes", PassError).clone()
     ctx = make_context()
     for pass_ in passes:
         _run_pass(pass_, ctx, result, verify)
