@@ -6,17 +6,19 @@ result is a :class:`~ember.runtime.module.Module` that a
 ``export_library`` writes to disk.
 
 ``params`` are bound to the entry function's arguments of the same name: they
-stop being inputs of the built module, and are stored with it.  For now the
-module passes them to the entry function at run time; the ``bind-params``
-pass will fold them into the IR as constants, which changes nothing a user
-sees.  Every param is checked here — its name must be an argument, its shape
-and dtype the argument's — so a mistake fails at build time, naming the
-argument, rather than as a shape error deep inside a kernel.
+stop being inputs of the built module, and are stored with it.  The ``llvm``
+backend binds them as constants (Relax ``BindParams``) so the graph passes
+fold them (batch_norm into conv weights, weights packed for the kernels);
+the ``interp`` backend passes them at run time.  Every param is checked here
+— its name must be an argument, its shape and dtype the argument's — so a
+mistake fails at build time, naming the argument, rather than as a shape
+error deep inside a kernel.
 
 The target picks a backend (:func:`ember.runtime.module.backend_for`):
 ``"interp"`` runs the reference interpreter; ``"llvm"`` is the CPU code
-generator, and until it exists asking for it is an error — never a silent
-fallback to the interpreter.
+generator (:mod:`ember.runtime.cpu`); ``"cuda"`` is planned and asking for it
+is an error — never a silent fallback to the interpreter.  TVM's library
+option works as there: ``"llvm -libs=blas"``.
 """
 
 from __future__ import annotations

@@ -253,3 +253,19 @@ def test_bad_target_options_are_errors(target: str, message: str) -> None:
     module, params = workloads.get("mlp")
     with pytest.raises(ember.EmberError, match=message):
         ember.build(module, target=target, params=params)
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [("f32", "i32"), ("f16", "i32"), ("f32", "i64"), ("i32", "i64"), ("i64", "i32"), ("i32", "f16")],
+)
+def test_casts_compile_like_astype(source: str, target: str) -> None:
+    text = f"""
+    func.func @main(%x: tensor<6x{source}>) -> tensor<6x{target}> {{
+      %0 = graph.cast %x : (tensor<6x{source}>) -> tensor<6x{target}>
+      func.return %0 : tensor<6x{target}>
+    }}"""
+    dtypes = {"f32": "float32", "f16": "float16", "i32": "int32", "i64": "int64"}
+    x = np.array([-2.7, -1.2, 0, 1.5, 3.9, 100], dtype=dtypes[source])
+    (out,) = run_compiled(ember.build(text, target="llvm"), {"x": x})
+    np.testing.assert_array_equal(out, x.astype(dtypes[target]))

@@ -179,7 +179,7 @@ def test_unsupported_op_fails_before_changing_the_module() -> None:
           kernel.for %i = 0 to 4 {
             kernel.block "B" (%vi = spatial %i) {
               %x = memref.load %X[%vi] : memref<4xf32>
-              %n = arith.fptosi %x : f32 to i32
+              %n = arith.fptoui %x : f32 to i32
               memref.store %n, %Y[%vi] : memref<4xi32>
             }
           }
@@ -188,7 +188,7 @@ def test_unsupported_op_fails_before_changing_the_module() -> None:
         """
     )
     before = ember.to_text(module)
-    with pytest.raises(PassError, match=r"cannot lower arith.fptosi in kernel @bad: no lowering"):
+    with pytest.raises(PassError, match=r"cannot lower arith.fptoui in kernel @bad: no lowering"):
         lower_kernels_to_llvm(module)
     assert ember.to_text(module) == before
 

@@ -345,6 +345,18 @@ class BlockOp(IRDLOperation):
                         f"{where}: kernel.init uses reduce variable {_name(operand)} "
                         f"in {op.name}; the init region may use only spatial variables"
                     )
+        for var, kind, bound in zip(self.iter_vars, self.kinds, self.bindings):
+            if (
+                kind == REDUCE
+                and isinstance(bound, BlockArgument)
+                and isinstance(loop := bound.owner.parent_op(), ForOp)
+                and loop.lb > 0
+            ):
+                raise VerifyException(
+                    f"{where}: reduce variable {_name(var)} is bound to {_name(bound)}, "
+                    f"whose loop starts at {loop.lb}: kernel.init runs when every reduce "
+                    "variable is 0, so it would never run"
+                )
 
     def _verify_stores(self, where: str) -> None:
         """A reduction block writes each output element for all reduce values:

@@ -676,11 +676,23 @@ class _KernelTranslator:
             arith.SIToFPOp: llvm.SIToFPOp,
             arith.ExtFOp: llvm.FPExtOp,
             arith.TruncFOp: llvm.FPTruncOp,
+            arith.ExtSIOp: llvm.SExtOp,
+            arith.TruncIOp: llvm.TruncOp,
         }
         source = self._operand(op.operands[0])
         self.values[op.results[0]] = self._emit(
             casts[type(op)](source, op.results[0].type)
         )  # type: ignore[call-arg]
+
+    def _lower_fptosi(self, op: arith.FPToSIOp) -> None:
+        """Float to int through ``llvm.fptosi.sat``: xDSL's translator has no
+        ``fptosi``, and the saturating form is defined for every input (NaN
+        gives 0, out-of-range values clamp) where plain ``fptosi`` is poison."""
+        source = op.operands[0].type
+        target = op.results[0].type
+        name = f"llvm.fptosi.sat.i{_int_width(target)}.f{_byte_width(source) * 8}"
+        call = llvm.CallIntrinsicOp(name, [self._operand(op.operands[0])], [target])
+        self.values[op.results[0]] = self._emit(call)
 
     def _lower_math_intrinsic(self, op: Operation) -> None:
         new = _MATH_INTRINSICS[type(op)].create(
@@ -729,6 +741,9 @@ _HANDLERS: dict[type[Operation], Callable[[_KernelTranslator, Operation], None]]
     arith.SelectOp: _KernelTranslator._lower_select,  # type: ignore[dict-item]
     arith.IndexCastOp: _KernelTranslator._lower_index_cast,  # type: ignore[dict-item]
     arith.SIToFPOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
+    arith.ExtSIOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
+    arith.TruncIOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
+    arith.FPToSIOp: _KernelTranslator._lower_fptosi,  # type: ignore[dict-item]
     arith.ExtFOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
     arith.TruncFOp: _KernelTranslator._lower_cast,  # type: ignore[dict-item]
 }

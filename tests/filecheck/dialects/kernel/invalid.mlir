@@ -114,3 +114,26 @@ func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
 }
 
 // CHECK: kernel.block "Y": %vi is bound to %i, whose loop starts at -2; iteration variables range from 0
+
+// -----
+
+// A reduction whose loop starts above 0 would never run its init.
+func.func @late_reduce(%A: memref<2x4xf32>, %S: memref<2xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 2 {
+    kernel.for %k = 1 to 4 {
+      kernel.block "S" (%vi = spatial %i, %vk = reduce %k) {
+        kernel.init {
+          %zero = arith.constant 0.0 : f32
+          memref.store %zero, %S[%vi] : memref<2xf32>
+        }
+        %s = memref.load %S[%vi] : memref<2xf32>
+        %a = memref.load %A[%vi, %vk] : memref<2x4xf32>
+        %t = arith.addf %s, %a : f32
+        memref.store %t, %S[%vi] : memref<2xf32>
+      }
+    }
+  }
+  func.return
+}
+
+// CHECK: kernel.block "S": reduce variable %vk is bound to %k, whose loop starts at 1: kernel.init runs when every reduce variable is 0, so it would never run
