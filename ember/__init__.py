@@ -100,7 +100,7 @@ def __getattr__(name: str) -> Any:
 
     if name == "builder":
         return importlib.import_module("ember.frontends.builder")
-    if name in ("testing", "interp", "dialects", "passes"):
+    if name in ("testing", "interp", "dialects", "passes", "pipeline"):
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 

@@ -60,3 +60,43 @@ def test_translate_unknown_entry_is_an_error() -> None:
         "ember-translate", EXAMPLES / "mlp.mlir", "--emit=kernel", "--entry", "nope"
     )
     assert_user_error(result, "@nope")
+
+
+PIPELINE = """
+func.func @main_0(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.relu %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+func.func @main_1(%y: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.exp %y : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+pipeline.graph @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = pipeline.stage @main_0(%x) {target = "llvm", device = "cpu:0"} : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipeline.stage @main_1(%a) {target = "llvm", device = "cpu:0"} : (tensor<4xf32>) -> tensor<4xf32>
+  pipeline.yield %b : tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["pipelined", "sequential"])
+def test_run_streams_inputs_through_a_pipeline(tmp_path: Path, mode: str) -> None:
+    source = tmp_path / "pipe.mlir"
+    source.write_text(PIPELINE)
+    x = np.array([-1.0, 0.0, 0.5, 2.0], dtype="float32")
+    np.save(tmp_path / "x.npy", x)
+    extra = ["--sequential"] if mode == "sequential" else []
+    result = run_tool(
+        "ember-run", source, "--input", f"x={tmp_path / 'x.npy'}", "--count", "20",
+        "--output", tmp_path / "out.npz", *extra,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"{mode}: 20 inputs in" in result.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["output0"], np.exp(np.maximum(x, 0)), rtol=1e-6)
+
+
+def test_run_pipeline_errors(tmp_path: Path) -> None:
+    source = tmp_path / "pipe.mlir"
+    source.write_text(PIPELINE)
+    assert_user_error(run_tool("ember-run", source, "--count", "0"), "--count")
+    assert_user_error(run_tool("ember-run", source, "--interpret"), "--interpret")

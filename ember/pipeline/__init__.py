@@ -8,26 +8,63 @@ The user-facing side of ``ember.dialects.pipeline`` (TVM's
 * :func:`split_graph` / :func:`stage_functions` — the ``split-graph`` pass
   as functions: cut ``@main`` into subgraph functions, list them;
 * :func:`interpret_pipeline` — run a pipeline stage after stage with the
-  reference interpreter, the correctness baseline of any executor.
+  reference interpreter, the correctness baseline of any executor;
+* :func:`build` — compile every stage for its target (TVM's
+  ``pipeline_executor_build.build``); the :class:`PipelineLibrary` it
+  returns is exported with ``export_library(dir)`` and read back with
+  :func:`load_library` / ``PipelineModule.load_library(path)``;
+* :class:`PipelineExecutor` (alias :class:`PipelineModule`) — run it, one
+  worker per stage, with ``set_input`` / ``run`` / ``get_output``;
+  :func:`run_pipeline_file` is the same from a file, for ``ember-run``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ember.pipeline.build import (
+    BuiltStage,
+    PipelineError,
+    PipelineLibrary,
+    build,
+    load_library,
+)
 from ember.pipeline.config import (
     Interface,
     PipelineConfig,
     PipelineConfigError,
     StageConfig,
 )
+from ember.pipeline.executor import (
+    PipelineClosedError,
+    PipelineExecutor,
+    PipelineModule,
+    PipelineRun,
+    PipelineTimeout,
+    StageError,
+    ThroughputResult,
+    run_pipeline_file,
+)
 
 __all__ = [
+    "BuiltStage",
     "Interface",
+    "PipelineClosedError",
     "PipelineConfig",
     "PipelineConfigError",
+    "PipelineError",
+    "PipelineExecutor",
+    "PipelineLibrary",
+    "PipelineModule",
+    "PipelineRun",
+    "PipelineTimeout",
     "StageConfig",
+    "StageError",
+    "ThroughputResult",
+    "build",
     "interpret_pipeline",
+    "load_library",
+    "run_pipeline_file",
     "split_graph",
     "stage_functions",
 ]

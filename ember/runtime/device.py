@@ -69,11 +69,15 @@ class Device:
     def exist(self) -> bool:
         """Whether this device is present on this machine.
 
-        The CPU always exists.  For CUDA the driver is asked on first use (and
-        the answer cached); a missing driver or library answers ``False``.
+        ``cpu:N`` exists for each core this process may run on (a pipeline
+        stage placed on ``cpu:1`` runs on the second core).  For CUDA the
+        driver is asked on first use (and the answer cached); a missing driver
+        or library answers ``False``.
         """
         if self.kind == "cpu":
-            return self.index == 0
+            from ember.runtime.threads import available_cores
+
+            return self.index < available_cores()
         return self.index < _cuda_device_count()
 
     def dlpack_device(self) -> tuple[int, int]:

@@ -608,18 +608,18 @@ def _manifest(module: Module, files: Mapping[str, bytes]) -> dict[str, Any]:
     }
 
 
-def _format_json(value: Any, indent: int = 0) -> str:
+def format_json(value: Any, indent: int = 0) -> str:
     """JSON for people: objects of objects expand, each leaf value stays on
     one line (a tensor entry reads ``{"name": "data", "shape": [1, 784], …}``)."""
     pad, inner = " " * indent, " " * (indent + 2)
     if isinstance(value, dict) and any(_is_nested(v) for v in value.values()):
         items = [
-            f"{inner}{json.dumps(k)}: {_format_json(v, indent + 2)}"
+            f"{inner}{json.dumps(k)}: {format_json(v, indent + 2)}"
             for k, v in value.items()
         ]
         return "{\n" + ",\n".join(items) + f"\n{pad}}}"
     if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        items = [f"{inner}{_format_json(v, indent + 2)}" for v in value]
+        items = [f"{inner}{format_json(v, indent + 2)}" for v in value]
         return "[\n" + ",\n".join(items) + f"\n{pad}]"
     return json.dumps(value)
 
@@ -660,7 +660,7 @@ def write_artifact(module: Module, path: Path) -> None:
         staging.mkdir()
         for name, data in files.items():
             (staging / name).write_bytes(data)
-        (staging / MANIFEST_FILE).write_text(_format_json(manifest) + "\n")
+        (staging / MANIFEST_FILE).write_text(format_json(manifest) + "\n")
         _swap_into_place(staging, path)
     except OSError as e:
         raise ArtifactError(f"cannot export module to {path}: {e}") from None

@@ -208,9 +208,9 @@ def random_array(argument: Argument, seed: int) -> np.ndarray:
     return rng.integers(0, 8, size=argument.shape, dtype=argument.dtype)
 
 
-def load_input(argument: Argument, path: str) -> np.ndarray:
-    """The .npy file ``path``; it must have exactly the argument's shape and dtype."""
-    what = f"input '{argument.name}' ({path})"
+def load_array(path: str, what: str | None = None) -> np.ndarray:
+    """The one array in .npy file ``path``."""
+    what = what or f"input {path}"
     try:
         loaded = np.load(path, allow_pickle=False)
     except OSError as error:
@@ -220,6 +220,13 @@ def load_input(argument: Argument, path: str) -> np.ndarray:
     if not isinstance(loaded, np.ndarray):
         loaded.close()
         raise EmberError(f"{what}: expected one .npy array, got an .npz archive")
+    return loaded
+
+
+def load_input(argument: Argument, path: str) -> np.ndarray:
+    """The .npy file ``path``; it must have exactly the argument's shape and dtype."""
+    what = f"input '{argument.name}' ({path})"
+    loaded = load_array(path, what)
     expected = type_str(argument.type)
     if loaded.dtype != argument.dtype:
         raise EmberError(
@@ -329,6 +336,19 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="run with the reference interpreter instead of compiled code",
     )
     parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="pipelines: run the stages one after another (the baseline)",
+    )
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=100,
+        metavar="N",
+        help="pipelines: how many inputs to stream through to measure throughput "
+        "(default 100)",
+    )
+    parser.add_argument(
         "--bench",
         type=int,
         nargs="?",
@@ -343,8 +363,12 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _argument_parser().parse_args(argv)
     if args.bench is not None and args.bench < 1:
         raise EmberError(f"--bench needs a positive number of runs, got {args.bench}")
+    if _is_exported_pipeline(args.input_file):
+        return _run_pipeline(args)
     text, name = read_source(args.input_file)
     module = parse_source(text, name).module
+    if _pipeline_graph(module, args.entry) is not None:
+        return _run_pipeline(args)
     func = find_function(module, args.entry, name)
     arguments = function_arguments(func)
     given = parse_input_specs(args.input, arguments)
@@ -353,14 +377,71 @@ def _main(argv: Sequence[str] | None) -> int:
         print(line)
     runner = prepare(module, args.entry, "interpret" if args.interpret else "llvm")
     outputs = runner(inputs)
-    for index, output in enumerate(outputs):
-        print(summarize(output_name(index), output))
-    if args.output:
-        save_outputs(args.output, outputs)
-        plural = "s" if len(outputs) != 1 else ""
-        print(f"saved {len(outputs)} output{plural} to {args.output}")
+    report_outputs(outputs, args.output)
     if args.bench is not None:
         print(bench(runner, inputs, args.bench))
+    return 0
+
+
+def report_outputs(outputs: Sequence[np.ndarray], path: str | None) -> None:
+    """Print a summary of each output; save them to ``path`` (.npz) if given."""
+    for index, output in enumerate(outputs):
+        print(summarize(output_name(index), output))
+    if path:
+        save_outputs(path, outputs)
+        plural = "s" if len(outputs) != 1 else ""
+        print(f"saved {len(outputs)} output{plural} to {path}")
+
+
+# --------------------------------------------------------------------------
+# Pipelines: a pipeline.graph in a file, or an exported pipeline
+# --------------------------------------------------------------------------
+
+
+def _is_exported_pipeline(path: str) -> bool:
+    from pathlib import Path
+
+    return path != "-" and (Path(path).is_dir() or path.endswith(".json"))
+
+
+def _pipeline_graph(module: ModuleOp, entry: str) -> object | None:
+    return next(
+        (
+            op
+            for op in module.ops
+            if op.name == "pipeline.graph" and op.sym_name.data == entry  # type: ignore[attr-defined]
+        ),
+        None,
+    )
+
+
+def _run_pipeline(args: argparse.Namespace) -> int:
+    """Stream ``--count`` inputs through a pipeline and report its throughput."""
+    from ember.pipeline import run_pipeline_file
+
+    if args.interpret:
+        raise EmberError("--interpret does not apply to pipelines: stages run as built")
+    if args.input_file == "-":
+        raise EmberError("a pipeline is read from a file or an exported directory, not stdin")
+    if args.count < 1:
+        raise EmberError(f"--count needs a positive number of inputs, got {args.count}")
+    inputs = {}
+    for spec in args.input:
+        name, sep, value = spec.partition("=")
+        if not sep or not name or not value:
+            raise EmberError(f"--input '{spec}' must be NAME=FILE.npy or NAME={RANDOM}")
+        if value != RANDOM:
+            inputs[name] = load_array(value)
+    result = run_pipeline_file(
+        args.input_file,
+        inputs,
+        entry=args.entry,
+        sequential=args.sequential,
+        count=args.count,
+        seed=args.seed,
+    )
+    report_outputs(result.outputs, args.output)
+    print(result.throughput)
     return 0
 
 
