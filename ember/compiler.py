@@ -28,7 +28,9 @@ from ember.lowering.program_to_llvm import ProgramLayout
 
 STAGES: tuple[str, ...] = ("graph", "kernel", "llvm-dialect", "llvm-ir", "asm")
 
-DEFAULT_GRAPH_PIPELINE = "simplify-inference,fold-constants,canonicalize,cse,dce"
+DEFAULT_GRAPH_PIPELINE = (
+    "simplify-inference,fold-constants,canonicalize,cse,dce,fuse-ops"
+)
 """Graph passes ``ember.build`` runs before lowering."""
 
 

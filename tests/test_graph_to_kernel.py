@@ -10,6 +10,7 @@ one kernel and checked the same way.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,10 +24,19 @@ from ember.dialects.graph import CallKernelOp, ConstantOp, numpy_dtype
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
 from ember.interp.kernel_impls import run_kernel
-from ember.lowering.graph_to_kernel import kernel_stem, lower_group, make_group
+from ember.lowering.graph_to_kernel import (
+    VectorTarget,
+    WeightPacking,
+    kernel_stem,
+    lower_group,
+    make_group,
+    weight_packing,
+)
+from ember.passes.bind_params import bind_params_in_place
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
 RNG_SEED = 0
+
 
 def _random(shape: tuple[int, ...], dtype: Any, positive: bool = False) -> np.ndarray:
     rng = np.random.default_rng(RNG_SEED + len(shape) + sum(shape))
@@ -81,8 +91,14 @@ def run_lowered(module: ModuleOp, args: list[np.ndarray]) -> list[np.ndarray]:
     pytest.fail("@main has no return")
 
 
-def lower(module: ModuleOp) -> ModuleOp:
-    LowerGraphToKernelPass().apply(Context(), module)
+VECTOR_BITS = 64
+"""Kernels are shaped for 2-lane vectors here: panels of 2 or 4 channels,
+so that tiny shapes run several panels, partial panels and two tile sizes
+through the kernel interpreter (and the IR does not depend on the host)."""
+
+
+def lower(module: ModuleOp, vector_bits: int = VECTOR_BITS) -> ModuleOp:
+    LowerGraphToKernelPass(vector_bits=vector_bits).apply(Context(), module)
     ember.verify_module(module)
     return module
 
@@ -93,9 +109,19 @@ def _tolerance(dtype: np.dtype) -> dict[str, float]:
     return {"rtol": 1e-5, "atol": 1e-5}
 
 
-def check(text: str, positive: bool = False, exact: bool = False) -> ModuleOp:
-    """Lower ``text``'s @main, run it, compare with the reference interpreter."""
+def check(
+    text: str,
+    positive: bool = False,
+    exact: bool = False,
+    params: dict[str, np.ndarray] | None = None,
+) -> ModuleOp:
+    """Lower ``text``'s @main, run it, compare with the reference interpreter.
+
+    ``params`` binds arguments of @main (by name) as constants first, as
+    ``ember.build`` does, so that the pass packs constant weights."""
     module = ember.parse(text)
+    if params:
+        bind_params_in_place(module, params, "main")
     args = _inputs(module, positive)
     expected = ember.interpret(module, "main", *args)
     lowered = lower(module)
@@ -174,6 +200,156 @@ def test_dense(dtype: str) -> None:
 
 def test_dense_short_reduction() -> None:
     check(binary("dense", "1x5", "4x5", "1x4"))
+
+
+# --------------------------------------------------------------------------
+# Register-blocked conv2d and dense: panels, tiles, packing
+# --------------------------------------------------------------------------
+
+# With 2-lane vectors a panel holds 4 channels (2 when there are at most 2),
+# a tile at most 5 pixels (10): these shapes give full and partial panels,
+# tiles of one size (25 = 5 × 5) and of two (14 pixels = 5 + 5 + 4).
+BLOCKED_CONV_CASES = {
+    "panels_and_tiles": ("1x2x2x7", "9x2x3x3", "1x9x2x7", "padding = [1, 1, 1, 1]"),
+    "one_narrow_panel": ("1x3x5x5", "2x3x3x3", "1x2x5x5", "padding = [1, 1, 1, 1]"),
+    "batch_strided": (
+        "2x2x7x6",
+        "5x2x3x3",
+        "2x5x3x3",
+        "strides = [2, 2], padding = [1, 1, 0, 1]",
+    ),
+    "dilated_1x1_unpadded": ("1x3x5x5", "6x3x1x1", "1x6x5x5", "dilation = [2, 2]"),
+}
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["runtime_pack", "prepacked"])
+@pytest.mark.parametrize("case", sorted(BLOCKED_CONV_CASES))
+def test_conv2d_blocked(case: str, packed: bool) -> None:
+    data, weight, out, attrs = BLOCKED_CONV_CASES[case]
+    text = binary("conv2d", data, weight, out, attrs="{" + attrs + "}")
+    params = {"b": _random(_dims(weight), np.float32)} if packed else None
+    check(text, params=params)
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["runtime_pack", "prepacked"])
+@pytest.mark.parametrize(
+    "rows,depth,units", [(1, 7, 9), (2, 5, 3), (8, 6, 9), (13, 3, 4)]
+)
+def test_dense_blocked(rows: int, depth: int, units: int, packed: bool) -> None:
+    weight = f"{units}x{depth}"
+    text = binary("dense", f"{rows}x{depth}", weight, f"{rows}x{units}")
+    params = {"b": _random(_dims(weight), np.float32)} if packed else None
+    check(text, params=params)
+
+
+def test_dense_prepacked_f16_weight() -> None:
+    check(
+        binary("dense", "3x5", "6x5", "3x6", "f16"),
+        params={"b": _random((6, 5), np.float16)},
+    )
+
+
+def _dims(shape: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in shape.split("x"))
+
+
+def test_prepacking_replaces_the_weight_constant() -> None:
+    text = binary(
+        "conv2d", "1x2x4x4", "9x2x3x3", "1x9x4x4", attrs="{padding = [1, 1, 1, 1]}"
+    )
+    lowered = check(text, params={"b": _random((9, 2, 3, 3), np.float32)})
+    main = _main(lowered)
+    constants = [op for op in main.body.block.ops if isinstance(op, ConstantOp)]
+    # 9 channels in panels of 4: 3 panels, the last one padded with zeros.
+    assert [str(op.results[0].type) for op in constants] == ["tensor<3x2x3x3x4xf32>"]
+    packed = constants[0].to_array()
+    assert not packed[2, :, :, :, 1:].any()
+    kernel = next(op for op in lowered.ops if is_kernel(op))
+    assert str(kernel.function_type.inputs.data[1]) == "memref<3x2x3x3x4xf32>"
+    assert not any(
+        op.name == "kernel.block" and op.block_name.data == "pack"
+        for op in kernel.walk()
+    )
+
+
+def test_pixel_tiles_have_no_one_pixel_tail() -> None:
+    from ember.lowering.graph_to_kernel import _balanced_tiles, _pixel_tiles
+
+    # (start, count, size) runs: 49 pixels by at most 6 are 4×6 + 5×5, not
+    # 8×6 + 1; a divisor of the total, when there is one, gives one run.
+    assert _balanced_tiles(49, 6) == [(0, 4, 6), (24, 5, 5)]
+    assert _pixel_tiles(3136, 7) == [(0, 448, 7)]
+    assert _pixel_tiles(784, 5) == [(0, 196, 4)]
+    assert _pixel_tiles(3, 5) == [(0, 1, 3)]
+    for total in range(1, 60):
+        runs = _pixel_tiles(total, 5)
+        assert sum(count * size for _, count, size in runs) == total
+        assert all(size >= 2 for _, _, size in runs) or total < 3
+
+
+def test_weight_packing_layout() -> None:
+    weight = np.arange(5 * 2 * 3, dtype=np.float16).reshape(5, 2, 3)
+    packing = WeightPacking(lanes=4)
+    packed = packing.pack(weight)
+    assert packed.shape == packing.shape(weight.shape) == (2, 2, 3, 4)
+    assert packed.dtype == np.float32 and packed.flags.c_contiguous
+    for o in range(5):
+        np.testing.assert_array_equal(packed[o // 4, :, :, o % 4], weight[o])
+    assert not packed[1, :, :, 1:].any()
+
+
+def test_weight_packing_skips_grouped_conv2d_and_shared_weights() -> None:
+    target = VectorTarget(256)
+    grouped = _ops_of(
+        binary("conv2d", "1x4x4x4", "4x2x3x3", "1x4x2x2", attrs="{groups = 2}")
+    )
+    assert weight_packing(make_group(grouped), target) is None
+    shared = _ops_of("""
+func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %0 = graph.dense %x, %x : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+  func.return %0 : tensor<3x3xf32>
+}""")
+    assert weight_packing(make_group(shared), target) is None
+    # ... but its kernel still reads panels, packed at run time.
+    check(
+        """
+func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %0 = graph.dense %x, %x : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+  func.return %0 : tensor<3x3xf32>
+}"""
+    )
+    dense = _ops_of(binary("dense", "4x8", "40x8", "4x40"))
+    weight, packing = weight_packing(make_group(dense), target)
+    assert weight is dense[0].operands[1] and packing.lanes == 16
+
+
+# A short reduction over wide rows: 3 channels × 3×3 taps, 20 outputs wide
+# (10 vectors of 2 lanes).
+WIDE_ROWS_CONV = binary(
+    "conv2d", "1x3x4x20", "5x3x3x3", "1x5x4x20", attrs="{padding = [1, 1, 1, 1]}"
+)
+
+
+def test_conv2d_with_short_reduction_over_wide_rows_stays_row_vectorised() -> None:
+    (op,) = _ops_of(WIDE_ROWS_CONV)
+    assert weight_packing(make_group([op]), VectorTarget(VECTOR_BITS)) is None
+    lowered = check(WIDE_ROWS_CONV, params={"b": _random((5, 3, 3, 3), np.float32)})
+    kernel = next(op for op in lowered.ops if is_kernel(op))
+    assert str(kernel.function_type.inputs.data[1]) == "memref<5x3x3x3xf32>"
+    names = {op.block_name.data for op in kernel.walk() if op.name == "kernel.block"}
+    assert "conv2d" in names and "pack" not in names
+
+
+def test_lower_group_rejects_packing_an_input_that_is_not_a_weight() -> None:
+    (op,) = _ops_of(binary("dense", "2x4", "3x4", "2x3"))
+    group = replace(make_group([op]), packed=(op.operands[0],))
+    with pytest.raises(PassError, match="only the weight of a conv2d or dense"):
+        lower_group(group, "dense", VectorTarget(256))
+
+
+def test_vector_target_rejects_odd_widths() -> None:
+    with pytest.raises(PassError, match="multiple of 32 bits, got 48"):
+        VectorTarget(48)
 
 
 @pytest.mark.parametrize(
@@ -381,7 +557,7 @@ def lower_as_group(
     ops = [op for op in main.body.block.ops if not isinstance(op, ReturnOp)]
     chosen = None if outputs is None else [ops[i].results[0] for i in outputs]
     group = make_group(ops, chosen)
-    kernel = lower_group(group, kernel_stem(group))
+    kernel = lower_group(group, kernel_stem(group), VectorTarget(VECTOR_BITS))
     kernel_module = ModuleOp([kernel])
     kernel_module.verify()
     expected = {
@@ -429,11 +605,12 @@ def test_group_conv2d_batch_norm_relu(dtype: str) -> None:
     kernel_module = lower_as_group(CONV_BN_RELU.format(t=dtype), positive=True)
     (kernel,) = kernel_module.ops
     assert kernel.sym_name.data == "fused_conv2d_batch_norm_relu"
-    # Only the accumulator row and the padded input are scratch: no buffer
-    # holds the conv2d or batch_norm result.
+    # Only the padded input, the weight panels (3 channels in one panel of 4)
+    # and the accumulator tiles (25 pixels: 5 tiles of 5) are scratch: no
+    # buffer holds the conv2d or batch_norm result.
     allocs = [op for op in kernel.walk() if op.name == "memref.alloc"]
     assert sorted(str(a.results[0].type) for a in allocs) == sorted(
-        ["memref<5xf32>", "memref<1x2x7x7xf32>"]
+        ["memref<1x2x7x7xf32>", "memref<1x2x3x3x4xf32>", "memref<5x4xf32>"]
     )
 
 
@@ -595,3 +772,87 @@ func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
     ):
         LowerGraphToKernelPass().apply(Context(), module)
     assert str(module) == before
+
+
+# --------------------------------------------------------------------------
+# Register-blocked kernels at realistic shapes, compiled (JIT)
+# --------------------------------------------------------------------------
+
+# ResNet-like layers, scaled down to compile and run in a fraction of a
+# second: channel counts that leave partial panels at both vector widths,
+# strides, the 7x7 first layer, a 1x1 downsample, a fused epilogue, and
+# dense products with many rows and with one.
+JIT_CASES = {
+    "conv3x3": binary(
+        "conv2d",
+        "1x64x14x14",
+        "40x64x3x3",
+        "1x40x14x14",
+        attrs="{padding = [1, 1, 1, 1]}",
+    ),
+    "conv7x7_stride2": binary(
+        "conv2d",
+        "1x3x32x32",
+        "24x3x7x7",
+        "1x24x16x16",
+        attrs="{strides = [2, 2], padding = [3, 3, 3, 3]}",
+    ),
+    "conv1x1_stride2": binary(
+        "conv2d", "2x32x14x14", "48x32x1x1", "2x48x7x7", attrs="{strides = [2, 2]}"
+    ),
+    "conv_batch_norm_relu": CONV_BN_RELU.replace("1x2x5x5", "1x16x10x10")
+    .replace("3x2x3x3", "20x16x3x3")
+    .replace("1x3x5x5", "1x20x10x10")
+    .replace("tensor<3x", "tensor<20x")
+    .format(t="f32"),
+    "dense_rows": binary("dense", "10x300", "70x300", "10x70"),
+    "dense_one_row": binary("dense", "1x300", "100x300", "1x100"),
+}
+
+
+def _run_compiled(text: str, target: VectorTarget, prepack: bool) -> None:
+    """Compile @main's ops as one kernel for ``target`` (the weight packed by
+    numpy or by the kernel) and compare with the reference interpreter."""
+    from ember.runtime.jit import compile_kernels
+
+    module = ember.parse(text)
+    args = _inputs(module, positive=True)
+    (expected,) = ember.interpret(module, "main", *args)
+    group = make_group(_ops_of_module(module))
+    arrays = dict(zip(_main(module).args, args))
+    if prepack:
+        found = weight_packing(group, target)
+        assert found is not None
+        weight, packing = found
+        arrays[weight] = packing.pack(arrays[weight])
+        group = replace(group, packed=(weight,))
+    jit = compile_kernels(ModuleOp([lower_group(group, "k", target)]))
+    got = np.full(expected.shape, np.nan, np.float32)
+    jit.run("k", *[arrays[v] for v in group.inputs], got)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def _ops_of_module(module: ModuleOp) -> list[Any]:
+    return [op for op in _main(module).body.block.ops if not isinstance(op, ReturnOp)]
+
+
+@pytest.mark.parametrize("bits", [256, 512])
+@pytest.mark.parametrize("case", sorted(JIT_CASES))
+def test_blocked_kernels_compiled(case: str, bits: int) -> None:
+    _run_compiled(JIT_CASES[case], VectorTarget(bits), prepack=True)
+
+
+@pytest.mark.parametrize("case", ["conv3x3", "dense_rows"])
+def test_blocked_kernels_compiled_pack_at_run_time(case: str) -> None:
+    _run_compiled(JIT_CASES[case], VectorTarget.host(), prepack=False)
+
+
+@pytest.mark.parametrize("bits", [256, 512])
+def test_row_vectorised_conv2d_compiled(bits: int) -> None:
+    # convbnrelu's first layer, narrower: 3 channels × 3×3 taps, 80 wide.
+    text = binary(
+        "conv2d", "1x3x9x80", "16x3x3x3", "1x16x9x80", attrs="{padding = [1, 1, 1, 1]}"
+    )
+    (op,) = _ops_of(text)
+    assert weight_packing(make_group([op]), VectorTarget(bits)) is None
+    _run_compiled(text, VectorTarget(bits), prepack=False)

@@ -302,6 +302,6 @@ class CallKernelFunctions(InterpreterFunctions):
         ]
         module = op.get_toplevel_object()
         assert isinstance(module, ModuleOp)  # call_kernel verifies its callee there
-        inputs = [np.ascontiguousarray(a) for a in args]
+        inputs = [np.ascontiguousarray(a).reshape(np.shape(a)) for a in args]
         run_kernel(module, op.callee, *inputs, *outputs)
         return tuple(outputs)

@@ -26,16 +26,26 @@ How a kernel is built:
 
 Performance-minded loop structures (correctness first; schedules refine):
 
-* conv2d: pre-padded f32 copy of the input (no bounds tests in the hot loop),
-  output channel ``parallel``, the reduction (ic, kh, kw) outside an
-  innermost ``vectorized`` loop over the output row, accumulated in a
-  per-row scratch buffer; epilogue applied while storing the row.
+* conv2d (one group) and dense: register-blocked products (the micro-kernels
+  of XDSL_NOTES).  The weight is read in *panels* of output channels moved
+  innermost (OIHW → O/16·I·H·W·16o, TVM's ``AlterOpLayout``), packed at
+  compile time when it is a constant (``OpGroup.packed``, done by the
+  ``lower-graph-to-kernel`` pass) and by the kernel itself otherwise.  A tile
+  of (flattened output pixels or rows) × (one panel) accumulates in a small
+  scratch buffer whose lane loop is ``vectorized``: LLVM keeps it in vector
+  registers, so a reduction step is one panel load, a broadcast per pixel
+  and ~12 FMAs.  Tiles are shaped by :class:`VectorTarget` (the host's
+  vector width by default); (panel, tile) pairs run in ``parallel``; the
+  epilogue runs in the store.  Grouped conv2d keeps a row-vectorised nest:
+  the output channel ``parallel``, the reduction outside an innermost
+  ``vectorized`` loop over the output row, in a scratch row.
+* conv2d and the pools read a pre-padded f32 copy of the input (no bounds
+  tests in the hot loop).
 * matmul: i-k-j with the output row accumulated in a scratch row.
-* dense (weight is units × in, so ``k`` is the contiguous axis): dot
-  products split into lanes (TVM's ``rfactor``), a tile of rows × units per
-  block so that loads are shared and the partial sums stay in registers.
-* pools: like conv2d without the channel reduction; softmax: three passes
-  over the axis with two scalars of scratch.
+* elementwise ops: one nest over the result, an NCHW plane as one long
+  ``vectorized`` loop.
+* pools: like the row-vectorised conv2d without the channel reduction;
+  softmax: three passes over the axis with two scalars of scratch.
 
 Scratch buffers (``memref.alloc``) are allocated inside the ``parallel``
 loop that owns them, so parallel iterations never share one.
@@ -47,7 +57,9 @@ import math
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 
+import numpy as np
 from xdsl.dialects import arith, memref
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
@@ -73,6 +85,8 @@ from ember.ir import describe_op
 
 __all__ = [
     "OpGroup",
+    "VectorTarget",
+    "WeightPacking",
     "cannot_lower",
     "epilogue_reason",
     "group_key",
@@ -80,12 +94,8 @@ __all__ = [
     "lower_group",
     "make_group",
     "unsupported_reason",
+    "weight_packing",
 ]
-
-# Lanes of a dense dot product (one AVX2 vector of f32): partial sums that
-# vectorise the reduction without reassociating float adds.
-DENSE_LANES = 8
-
 
 # --------------------------------------------------------------------------
 # Groups
@@ -105,6 +115,10 @@ class OpGroup:
     ops: tuple[GraphOp, ...]
     inputs: tuple[SSAValue, ...]
     outputs: tuple[SSAValue, ...]
+    packed: tuple[SSAValue, ...] = ()
+    """Inputs the caller passes already packed into weight panels (see
+    :func:`weight_packing`): set by a pass that packed a constant weight at
+    compile time; any other weight is packed by the kernel itself."""
 
 
 def _short_name(op: Operation) -> str:
@@ -225,7 +239,8 @@ def group_key(group: OpGroup) -> Hashable:
     )
     inputs = tuple(v.type for v in group.inputs)
     outputs = tuple(position[v] for v in group.outputs)
-    return (ops, inputs, outputs)
+    packed = tuple(position[v] for v in group.packed)
+    return (ops, inputs, outputs, packed)
 
 
 # --------------------------------------------------------------------------
@@ -593,6 +608,7 @@ class _Lowering:
     """State of one group's lowering: buffers of the kernel and the epilogue."""
 
     group: OpGroup
+    target: VectorTarget
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def buffer(self, value: SSAValue) -> SSAValue:
@@ -656,14 +672,42 @@ class _Lowering:
 
 
 def _gen_elementwise(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Elementwise and broadcast ops: one nest over the result."""
+    """Elementwise and broadcast ops: one nest over the result, its last two
+    axes (an NCHW plane) as one loop (see :func:`_plane_nest`)."""
     shape = graph.shape_of(op.results[0])
-    with (
-        em.nest(_names("i", len(shape)), shape) as ivs,
-        em.kblock(_short_name(op), _spatial(ivs)) as vs,
-    ):
+    with _plane_nest(em, _short_name(op), shape) as vs:
         args = [low.load_input(em, op, n, vs) for n in range(len(op.operands))]
         low.emit_result(em, _SCALAR_FNS[op.name](em, op, args), vs)
+
+
+@contextmanager
+def _plane_nest(
+    em: _Emitter, name: str, shape: Sequence[int]
+) -> Iterator[list[SSAValue]]:
+    """A nest and block over ``shape``, yielding the block's indices of the
+    element; the last two axes are one ``vectorized`` loop, split back into
+    two indices by division.
+
+    Why: a short innermost axis (a 7- or 28-wide row) is unrolled by LLVM,
+    which then vectorises the loop around it with gathers and scatters
+    (~10x slower on AVX-512); one long contiguous loop vectorises with plain
+    vector loads, and LLVM folds ``(q / w) * w + q % w`` back to ``q``.
+    """
+    if len(shape) < 3:
+        with (
+            em.nest(_names("i", len(shape)), shape) as ivs,
+            em.kblock(name, _spatial(ivs)) as vs,
+        ):
+            yield list(vs)
+        return
+    *outer, rows, cols = shape
+    extents = [*outer, rows * cols]
+    with (
+        em.nest([*_names("i", len(outer)), "hw"], extents) as ivs,
+        em.kblock(name, _spatial(ivs)) as vs,
+    ):
+        *vouter, vplane = vs
+        yield [*vouter, *_unflatten(em, vplane, [rows, cols])]
 
 
 def _gen_remap(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
@@ -705,18 +749,28 @@ def _padded_copy(
     padded_shape = [n, c, h + top + bottom, w + left + right]
     padded = em.alloc(padded_shape)
     padded.name_hint = "pad"
-    if any(padding):
-        with (
-            em.nest(["n", "c", "h", "w"], padded_shape) as ivs,
-            em.kblock("pad_fill", _spatial(ivs)) as vs,
-        ):
-            em.store(em.const(fill, f32), padded, vs)
+    # One parallel loop over planes, each filled (as one flat loop) and then
+    # copied into: one thread team instead of two, and little code.
     with (
-        em.nest(["n", "c", "h", "w"], [n, c, h, w]) as ivs,
-        em.kblock("pad_copy", _spatial(ivs)) as (vn, vc, vh, vw),
+        em.loop("n", n) as i_n,
+        em.loop("c", c, "parallel" if c > 1 else "serial") as i_c,
     ):
-        value = em.load_widened(low.buffer(source), [vn, vc, vh, vw])
-        em.store(value, padded, [vn, vc, em.add_index(vh, top), em.add_index(vw, left)])
+        if any(padding):
+            plane = padded_shape[2] * padded_shape[3]
+            with (
+                em.loop("hw", plane, "vectorized") as i_hw,
+                em.kblock("pad_fill", _spatial([i_n, i_c, i_hw])) as (vn, vc, vhw),
+            ):
+                at = [vn, vc, *_unflatten(em, vhw, padded_shape[2:])]
+                em.store(em.const(fill, f32), padded, at)
+        with (
+            em.loop("h", h) as i_h,
+            em.loop("w", w, "vectorized") as i_w,
+            em.kblock("pad_copy", _spatial([i_n, i_c, i_h, i_w])) as (vn, vc, vh, vw),
+        ):
+            value = em.load_widened(low.buffer(source), [vn, vc, vh, vw])
+            at = [vn, vc, em.add_index(vh, top), em.add_index(vw, left)]
+            em.store(value, padded, at)
     return padded
 
 
@@ -730,7 +784,9 @@ def _window_source(
     return low.buffer(source), em.load_widened, False
 
 
-def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+def _gen_conv2d_rows(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """Grouped conv2d: output channels in parallel, the reduction outside a
+    ``vectorized`` loop over the output row, accumulated in a scratch row."""
     data, weight = op.operands
     n, out_channels, oh, ow = graph.shape_of(op.results[0])
     _, group_channels, kh, kw = graph.shape_of(weight)
@@ -790,6 +846,458 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
         em.add(memref.DeallocOp.get(row))
     if scratch:
         em.add(memref.DeallocOp.get(source))
+
+
+# --------------------------------------------------------------------------
+# Register-blocked products: conv2d and dense
+# --------------------------------------------------------------------------
+#
+# Both are a product of a (pixels × reduction) operand with a
+# (channels × reduction) weight.  The weight is read in *panels*: the channel
+# axis split into blocks of ``lanes`` and moved innermost
+# (``W[o, r…] → P[o // lanes, r…, o % lanes]``, zero-padded; TVM's
+# ``AlterOpLayout`` to OIHW16o).  A micro-kernel keeps a tile of
+# ``pixels × lanes`` accumulators in a small scratch buffer, whose lane loop
+# is ``vectorized`` with a static trip count: LLVM turns each row of the tile
+# into vector registers, so one reduction step is one panel load, one
+# broadcast per pixel and ``pixels × lanes / vector width`` FMAs.
+
+
+@dataclass(frozen=True)
+class VectorTarget:
+    """The vector unit the register-blocked kernels are shaped for.
+
+    ``bits`` is the width of a vector register (256 for AVX2, 512 for
+    AVX-512).  It decides only tile shapes: a kernel is correct on any CPU.
+    """
+
+    bits: int = 256
+
+    def __post_init__(self) -> None:
+        if self.bits < 32 or self.bits % 32:
+            raise PassError(
+                f"lower-graph-to-kernel: vector width must be a positive multiple "
+                f"of 32 bits, got {self.bits}"
+            )
+
+    @property
+    def vector_lanes(self) -> int:
+        """f32 values per vector register."""
+        return self.bits // 32
+
+    @property
+    def registers(self) -> int:
+        """Vector registers of the ISA: 32 with AVX-512, 16 below."""
+        return 32 if self.bits >= 512 else 16
+
+    @classmethod
+    def host(cls) -> VectorTarget:
+        """The widest f32 vector of the CPU this process runs on."""
+        return _host_target()
+
+
+@cache
+def _host_target() -> VectorTarget:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f", False):
+        return VectorTarget(512)
+    if features.get("avx", False):
+        return VectorTarget(256)
+    return VectorTarget(128)
+
+
+TILE_ACCUMULATORS = 10
+"""Vector accumulators of a micro-kernel tile with 16 vector registers
+(AVX2): tiles of 5 (or 4) pixels × 2 vectors.  Code generated for znver3
+(run on a Zen 5 with ymm registers) reaches 94-106 GFLOP/s per core on
+ResNet-18's convs with 10, ~90 % of its ymm peak; with the 12 of XDSL_NOTES'
+hand-written 6×16 kernel LLVM spills accumulators in the unrolled kernel
+taps and falls to 45-60."""
+
+WIDE_TILE_ACCUMULATORS = 14
+"""The same with 32 vector registers (AVX-512).  Measured on znver5: 12 and
+14 run at ~200-220 GFLOP/s per core on ResNet-18's 3×3 convs, 24 at
+120-200; 14 lets 7-pixel tiles cover every ResNet plane (7 divides 112, 56,
+28, 14 and 7) with one tile size, which is one micro-kernel to compile."""
+
+NARROW_ROWS = 3
+
+NARROW_ROW_VECTORS = 8
+"""Vectors of accumulators a narrow dense product keeps per tile, spread
+over its rows (8 for one row, 4 each for two).  A panel of one row must also
+be long enough that LLVM does not unroll its lane loop completely (it then
+vectorises the reduction loop around it with strided loads: 10 instead of
+30 GFLOP/s for 1×784 · 784×128 with AVX2)."""
+"""A dense product with fewer rows than this spreads its accumulators over
+a wider panel, so that enough FMA chains stay independent."""
+
+
+def _tile_shape(op: GraphOp, target: VectorTarget) -> tuple[int, int]:
+    """``(lanes, pixels)`` of ``op``'s micro-kernel tile: channels per panel
+    and most pixels (rows) per tile."""
+    channels = graph.shape_of(op.results[0])[1]
+    vectors = 1 if channels <= target.vector_lanes else 2
+    rows = graph.shape_of(op.operands[0])[0]
+    if op.name == "graph.dense" and rows < NARROW_ROWS:
+        vectors = NARROW_ROW_VECTORS // rows
+    budget = WIDE_TILE_ACCUMULATORS if target.registers >= 32 else TILE_ACCUMULATORS
+    return vectors * target.vector_lanes, max(1, budget // vectors)
+
+
+@dataclass(frozen=True)
+class WeightPacking:
+    """An input read in panels of ``lanes`` along its first axis.
+
+    ``W[o, r…]`` becomes ``P[o // lanes, r…, o % lanes]`` in f32, the
+    channels past the end zero.  The kernel packs a weight itself at every
+    call unless the caller passes it packed (``OpGroup.packed``).
+    """
+
+    lanes: int
+
+    def shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        first, *rest = shape
+        return (-(-first // self.lanes), *rest, self.lanes)
+
+    def pack(self, array: np.ndarray) -> np.ndarray:
+        """The packed copy of ``array`` (any float dtype; the result is f32)."""
+        first, *rest = array.shape
+        blocks = -(-first // self.lanes)
+        padded = np.zeros((blocks * self.lanes, *rest), np.float32)
+        padded[:first] = array
+        panels = padded.reshape(blocks, self.lanes, *rest)
+        order = (0, *range(2, len(rest) + 2), 1)
+        return np.ascontiguousarray(panels.transpose(order))
+
+
+ROWS_MAX_DEPTH = 64
+"""A stride-1 conv2d whose reduction (in channels × kernel taps) is at most
+this long, over output rows at least :data:`ROWS_MIN_VECTORS` vectors wide,
+keeps the row-vectorised nest: with so little work per output, storing
+channel panels (a transpose, element by element) costs more than the FMAs.
+Measured on znver5, convbnrelu's 3→16-channel 3×3 conv at 224×224: 0.46 ms
+in rows, 0.58 ms in panels; the 3-channel 7×7 stride-2 layer of ResNet-18
+is 4× faster in panels."""
+
+ROWS_MIN_VECTORS = 4
+
+
+def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
+    """Whether ``op`` is lowered as a register-blocked product."""
+    if op.name == "graph.dense":
+        return True
+    if op.name != "graph.conv2d" or op.attr("groups") != 1:
+        return False
+    _, in_channels, kh, kw = graph.shape_of(op.operands[1])
+    out_width = graph.shape_of(op.results[0])[3]
+    rows_win = (
+        op.attr("strides")[1] == 1
+        and in_channels * kh * kw <= ROWS_MAX_DEPTH
+        and out_width >= ROWS_MIN_VECTORS * target.vector_lanes
+    )
+    return not rows_win
+
+
+def weight_packing(
+    group: OpGroup, target: VectorTarget
+) -> tuple[SSAValue, WeightPacking] | None:
+    """The input of ``group`` that its caller may pass packed, and how, or
+    ``None``.
+
+    That is the weight of a register-blocked conv2d or dense anchor, when no
+    other op of the group reads it (they need it as it is).  A pass may pack
+    it at compile time when it is a constant, and list it in
+    ``OpGroup.packed``; otherwise the kernel packs it at run time.
+    """
+    anchor = group.ops[0]
+    packing = _panel_packing(anchor, target)
+    if packing is None:
+        return None
+    weight = anchor.operands[1]
+    if (
+        any(weight in op.operands for op in group.ops[1:])
+        or weight is anchor.operands[0]
+    ):
+        return None
+    return weight, packing
+
+
+def _panel_packing(op: GraphOp, target: VectorTarget) -> WeightPacking | None:
+    """How ``op``'s kernel reads its weight, or ``None`` if not in panels."""
+    if not _is_blocked(op, target):
+        return None
+    return WeightPacking(_tile_shape(op, target)[0])
+
+
+def _weight_panels(
+    em: _Emitter, low: _Lowering, op: GraphOp, packing: WeightPacking
+) -> SSAValue:
+    """The panels of ``op``'s weight: the kernel argument if the caller packed
+    it, else a scratch buffer filled here (zeros, then the weight)."""
+    weight = op.operands[1]
+    if weight in low.group.packed:
+        return low.buffer(weight)
+    first, *rest = graph.shape_of(weight)
+    lanes = packing.lanes
+    panels = em.alloc(packing.shape([first, *rest]))
+    panels.name_hint = "panels"
+    used = first % lanes
+    if used:
+        extents = [*rest, lanes - used]
+        with (
+            em.nest(_names("r", len(extents)), extents) as ivs,
+            em.kblock("pack_zero", _spatial(ivs)) as vs,
+        ):
+            *vr, vl = vs
+            at = [em.index(first // lanes), *vr, em.add_index(vl, used)]
+            em.store(em.const(0.0, f32), panels, at)
+    shape = [first, *rest]
+    with (
+        em.nest(_names("r", len(shape)), shape) as ivs,
+        em.kblock("pack", _spatial(ivs)) as (vo, *vr),
+    ):
+        value = em.load_widened(low.buffer(weight), [vo, *vr])
+        block = em.add(arith.DivSIOp(vo, em.index(lanes)))
+        lane = em.add(arith.RemSIOp(vo, em.index(lanes)))
+        em.store(value, panels, [block, *vr, lane])
+    return panels
+
+
+def _pixel_tiles(total: int, most: int) -> list[tuple[int, int, int]]:
+    """``(start, count, size)`` runs of tiles covering ``total`` pixels, at
+    most ``most`` per tile: one run when ``most`` or ``most - 1`` divides the
+    total (one micro-kernel to compile), else :func:`_balanced_tiles`."""
+    for size in (most, most - 1):
+        if size >= 1 and total % size == 0:
+            return [(0, total // size, size)]
+    return _balanced_tiles(total, most)
+
+
+def _balanced_tiles(total: int, most: int) -> list[tuple[int, int, int]]:
+    """``(start, count, size)`` runs of tiles covering ``total`` items, at most
+    ``most`` per tile, sizes differing by at most one (49 by 6 is 4×6 + 5×5,
+    not 8×6 + 1: a 1-pixel tile would run at a fraction of the speed)."""
+    count = -(-total // most)
+    size, bigger = divmod(total, count)
+    runs = [(0, bigger, size + 1)] if bigger else []
+    if count > bigger:
+        runs.append((bigger * (size + 1), count - bigger, size))
+    return runs
+
+
+Source = Callable[[_Emitter, SSAValue, Sequence[SSAValue]], SSAValue]
+"""``(emitter, pixel, reduction variables) → operand scalar (f32)``."""
+ResultAt = Callable[[_Emitter, SSAValue, SSAValue], list[SSAValue]]
+"""``(emitter, channel, pixel) → index of the result element``."""
+
+
+@dataclass(frozen=True)
+class _Product:
+    """``out[pixel, channel] = sum_r source(pixel, r) * W[channel, r]``, with
+    ``W`` read from ``panels``; what conv2d and dense have in common."""
+
+    name: str
+    pixels: int
+    channels: int
+    reduction: tuple[tuple[str, int], ...]
+    """Names and extents of the reduction loops (outermost first)."""
+    panels: SSAValue
+    lanes: int
+    tile: int
+    """Most pixels per micro-kernel tile."""
+    source: Source
+    result_at: ResultAt
+
+
+def _emit_product(em: _Emitter, low: _Lowering, product: _Product) -> None:
+    """One micro-kernel nest per run of same-size tiles and per full/partial
+    panel run (the last panel stores only its real channels)."""
+    full, rest = divmod(product.channels, product.lanes)
+    panel_runs = [(0, full, product.lanes)] if full else []
+    if rest:
+        panel_runs.append((full, 1, rest))
+    for panel_start, panel_count, stored in panel_runs:
+        for tile_start, tile_count, tile in _pixel_tiles(product.pixels, product.tile):
+            nest = _TileNest(
+                panel_start, panel_count, stored, tile_start, tile_count, tile
+            )
+            _emit_tile_nest(em, low, product, nest)
+
+
+@dataclass(frozen=True)
+class _TileNest:
+    panel_start: int
+    panel_count: int
+    stored_lanes: int
+    tile_start: int
+    tile_count: int
+    tile: int
+
+
+def _emit_tile_nest(
+    em: _Emitter, low: _Lowering, product: _Product, nest: _TileNest
+) -> None:
+    """One ``parallel`` loop over (panel, tile) pairs, panel-major, so that
+    every thread gets a run of tiles of the same panel whatever the thread
+    count; each tile zeroes its accumulators, runs the reduction, and stores
+    through the epilogue."""
+    lanes, tile, tiles = product.lanes, nest.tile, nest.tile_count
+    name = product.name
+    count = nest.panel_count * tiles
+    kind = "parallel" if count > 1 and _worth_threads(product) else "serial"
+
+    def panel_and_first_pixel(vpt: SSAValue) -> tuple[SSAValue, SSAValue]:
+        vob, vt = _unflatten(em, vpt, [nest.panel_count, tiles])
+        return (
+            em.add_index(vob, nest.panel_start),
+            em.affine([(vt, tile)], nest.tile_start),
+        )
+
+    with em.loop("pt", count, kind) as pt:
+        acc = em.alloc([tile, lanes])
+        acc.name_hint = "acc"
+        with (
+            em.loop("l", lanes, "vectorized") as l,
+            em.kblock(f"{name}_init", _spatial([pt, l])) as (_, vl),
+        ):
+            for p in range(tile):
+                em.store(em.const(0.0, f32), acc, [em.index(p), vl])
+        names = [n for n, _ in product.reduction]
+        extents = [e for _, e in product.reduction]
+        with (
+            em.nest(names, extents, ["serial"] * len(extents)) as red,
+            em.loop("l", lanes, "vectorized") as l,
+        ):
+            bindings = [(pt, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]
+            with em.kblock(name, bindings) as (vpt, *vred, vl):
+                panel, first = panel_and_first_pixel(vpt)
+                weight = em.load(product.panels, [panel, *vred, vl])
+                for p in range(tile):
+                    x = product.source(em, em.add_index(first, p), vred)
+                    slot = [em.index(p), vl]
+                    total = em.add(
+                        arith.AddfOp(
+                            em.load(acc, slot), em.add(arith.MulfOp(x, weight))
+                        )
+                    )
+                    em.store(total, acc, slot)
+        with (
+            em.loop("l", nest.stored_lanes, "vectorized") as l,
+            em.kblock(f"{name}_store", _spatial([pt, l])) as (vpt, vl),
+        ):
+            panel, first = panel_and_first_pixel(vpt)
+            channel = em.affine([(panel, lanes), (vl, 1)])
+            for p in range(tile):
+                value = em.load(acc, [em.index(p), vl])
+                at = product.result_at(em, channel, em.add_index(first, p))
+                low.emit_result(em, value, at)
+        em.add(memref.DeallocOp.get(acc))
+
+
+PARALLEL_MIN_FLOPS = 1 << 20
+"""Products smaller than this run on one thread: ~5 µs of one core's work,
+about what forking and joining a thread team costs on a busy machine
+(XDSL_NOTES: ~2 µs per region when threads spin, ~8 µs when they sleep)."""
+
+
+def _worth_threads(product: _Product) -> bool:
+    depth = math.prod(extent for _, extent in product.reduction)
+    return 2 * product.pixels * product.channels * depth >= PARALLEL_MIN_FLOPS
+
+
+def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
+    """Row-major indices of ``flat`` in ``shape`` (size-1 axes read 0)."""
+    indices: list[SSAValue] = []
+    for size, stride in zip(shape, _strides(shape)):
+        if size == 1:
+            indices.append(em.index(0))
+            continue
+        quotient = em.add(arith.DivSIOp(flat, em.index(stride))) if stride > 1 else flat
+        outermost = stride * size == math.prod(shape)
+        indices.append(
+            quotient if outermost else em.add(arith.RemSIOp(quotient, em.index(size)))
+        )
+    return indices
+
+
+def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """Direct convolution as a register-blocked product over flattened output
+    pixels (batch, row, column) × panels of output channels; the reduction
+    runs over input channels and kernel taps.  Grouped convolutions, and
+    short reductions over wide rows (:data:`ROWS_MAX_DEPTH`), keep the
+    row-vectorised loop nest (:func:`_gen_conv2d_rows`)."""
+    packing = _panel_packing(op, low.target)
+    if packing is None:
+        _gen_conv2d_rows(em, low, op)
+        return
+    data, weight = op.operands
+    n, out_channels, oh, ow = graph.shape_of(op.results[0])
+    _, in_channels, kh, kw = graph.shape_of(weight)
+    sh, sw = op.attr("strides")
+    dh, dw = op.attr("dilation")
+    source, load_source, scratch = _window_source(
+        em, low, data, op.attr("padding"), 0.0
+    )
+    panels = _weight_panels(em, low, op, packing)
+    out_shape = [n, oh, ow]
+
+    def read(em: _Emitter, pixel: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
+        vic, vkh, vkw = red
+        vn, voh, vow = _unflatten(em, pixel, out_shape)
+        y = em.affine([(voh, sh), (vkh, dh)])
+        x = em.affine([(vow, sw), (vkw, dw)])
+        return load_source(source, [vn, vic, y, x])
+
+    def result_at(em: _Emitter, channel: SSAValue, pixel: SSAValue) -> list[SSAValue]:
+        vn, voh, vow = _unflatten(em, pixel, out_shape)
+        return [vn, channel, voh, vow]
+
+    product = _Product(
+        "conv2d",
+        n * oh * ow,
+        out_channels,
+        (("ic", in_channels), ("kh", kh), ("kw", kw)),
+        panels,
+        *_tile_shape(op, low.target),
+        read,
+        result_at,
+    )
+    _emit_product(em, low, product)
+    if scratch:
+        em.add(memref.DeallocOp.get(source))
+
+
+def _gen_dense(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """``out[i, j] = sum_k x[i, k] * w[j, k]``: a register-blocked product of
+    row tiles × panels of units (a GEMM micro-kernel over a packed weight)."""
+    data, weight = op.operands
+    rows, depth = graph.shape_of(data)
+    units = graph.shape_of(weight)[0]
+    packing = _panel_packing(op, low.target)
+    assert packing is not None  # dense is always blocked
+    panels = _weight_panels(em, low, op, packing)
+    x = low.buffer(data)
+
+    def read(em: _Emitter, row: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
+        return em.load_widened(x, [row, red[0]])
+
+    def result_at(em: _Emitter, unit: SSAValue, row: SSAValue) -> list[SSAValue]:
+        return [row, unit]
+
+    product = _Product(
+        "dense",
+        rows,
+        units,
+        (("k", depth),),
+        panels,
+        *_tile_shape(op, low.target),
+        read,
+        result_at,
+    )
+    _emit_product(em, low, product)
 
 
 def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
@@ -907,132 +1415,6 @@ def _gen_global_avg_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
         em.add(memref.DeallocOp.get(acc))
 
 
-def _gen_dense(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """``out[i, j] = sum_k x[i, k] * w[j, k]`` as register-blocked dot products.
-
-    The weight is units × in, so ``k`` is the contiguous axis: each dot
-    product is split into ``DENSE_LANES`` partial sums (TVM's ``rfactor``)
-    accumulated by a ``vectorized`` loop, for a tile of rows × units at once
-    (each ``x`` chunk is reused across the tile's units, each ``w`` chunk
-    across its rows).  Row and unit counts that the tile does not divide get
-    their own nests with smaller tiles.
-    """
-    rows, units = graph.shape_of(op.results[0])
-    tile_rows, tile_units = (
-        DENSE_TILE if rows >= DENSE_TILE[0] else (1, DENSE_TILE_ONE_ROW)
-    )
-    tile_units = min(tile_units, units)
-    row_spans = _spans(rows, tile_rows)
-    unit_spans = _spans(units, tile_units)
-    for row_start, row_blocks, rows_per_block in row_spans:
-        for unit_start, unit_blocks, units_per_block in unit_spans:
-            tile = _DenseTile(
-                row_start,
-                row_blocks,
-                rows_per_block,
-                unit_start,
-                unit_blocks,
-                units_per_block,
-            )
-            _dense_tile(em, low, op, tile)
-
-
-DENSE_TILE = (4, 2)
-"""Rows × units of a dense tile when there are several rows: with 8 lanes,
-8 vector accumulators, 4 loads of ``x`` and 2 of ``w`` per 8 FMAs."""
-
-DENSE_TILE_ONE_ROW = 4
-"""Units per tile for a single row (each weight element is used once)."""
-
-
-@dataclass(frozen=True)
-class _DenseTile:
-    row_start: int
-    row_blocks: int
-    rows: int
-    unit_start: int
-    unit_blocks: int
-    units: int
-
-
-def _spans(extent: int, block: int) -> list[tuple[int, int, int]]:
-    """``(start, blocks, block size)``: whole blocks, then the remainder by 1."""
-    whole, rest = divmod(extent, block)
-    spans = [(0, whole, block)] if whole else []
-    if rest:
-        spans.append((whole * block, rest, 1))
-    return spans
-
-
-def _dense_tile(em: _Emitter, low: _Lowering, op: GraphOp, tile: _DenseTile) -> None:
-    """One nest over tiles; each block updates the whole tile (a micro-kernel:
-    the tile's rows and units are written out, not looped, so the partial
-    sums can live in vector registers)."""
-    data, weight = op.operands
-    depth = graph.shape_of(data)[1]
-    lanes = min(DENSE_LANES, depth)
-    chunks, tail = divmod(depth, lanes)
-    x, w = low.buffer(data), low.buffer(weight)
-    row_kind = "parallel" if tile.row_blocks > 1 else "serial"
-    unit_kind = "serial" if row_kind == "parallel" else "parallel"
-    pairs = [(r, u) for r in range(tile.rows) for u in range(tile.units)]
-
-    def rows_and_units(
-        vio: SSAValue, vjo: SSAValue
-    ) -> tuple[list[SSAValue], list[SSAValue]]:
-        first_row = em.affine([(vio, tile.rows)], tile.row_start)
-        first_unit = em.affine([(vjo, tile.units)], tile.unit_start)
-        return (
-            [em.add_index(first_row, r) for r in range(tile.rows)],
-            [em.add_index(first_unit, u) for u in range(tile.units)],
-        )
-
-    def update(vio: SSAValue, vjo: SSAValue, k: SSAValue, lane: SSAValue) -> None:
-        rows, units = rows_and_units(vio, vjo)
-        xs = [em.load_widened(x, [i, k]) for i in rows]
-        ws = [em.load_widened(w, [j, k]) for j in units]
-        for r, u in pairs:
-            slot = [em.index(r), em.index(u), lane]
-            product = em.add(arith.MulfOp(xs[r], ws[u]))
-            em.store(
-                em.add(arith.AddfOp(em.load(partial, slot), product)), partial, slot
-            )
-
-    with (
-        em.loop("io", tile.row_blocks, row_kind) as io,
-        em.loop("jo", tile.unit_blocks, unit_kind) as jo,
-    ):
-        partial = em.alloc([tile.rows, tile.units, lanes])
-        partial.name_hint = "partial"
-        with (
-            em.loop("l", lanes, "vectorized") as l,
-            em.kblock("dense_init", _spatial([io, jo, l])) as (_, _, vl),
-        ):
-            zero = em.const(0.0, f32)
-            for r, u in pairs:
-                em.store(zero, partial, [em.index(r), em.index(u), vl])
-        with em.loop("ko", chunks) as ko, em.loop("l", lanes, "vectorized") as l:
-            bindings = _spatial([io, jo]) + [(ko, REDUCE), (l, SPATIAL)]
-            with em.kblock("dense", bindings) as (vio, vjo, vko, vl):
-                update(vio, vjo, em.affine([(vko, lanes), (vl, 1)]), vl)
-        if tail:
-            with (
-                em.loop("kt", tail) as kt,
-                em.kblock("dense_tail", _spatial([io, jo]) + [(kt, REDUCE)]) as (
-                    vio,
-                    vjo,
-                    vkt,
-                ),
-            ):
-                update(vio, vjo, em.add_index(vkt, chunks * lanes), em.index(0))
-        with em.kblock("dense_store", _spatial([io, jo])) as (vio, vjo):
-            rows, units = rows_and_units(vio, vjo)
-            for r, u in pairs:
-                total = _sum_lanes(em, partial, [em.index(r), em.index(u)], lanes)
-                low.emit_result(em, total, [rows[r], units[u]])
-        em.add(memref.DeallocOp.get(partial))
-
-
 def _accumulate_product(
     em: _Emitter,
     acc: SSAValue,
@@ -1044,17 +1426,6 @@ def _accumulate_product(
 ) -> None:
     product = em.add(arith.MulfOp(em.load_widened(a, a_at), em.load_widened(b, b_at)))
     em.store(em.add(arith.AddfOp(em.load(acc, slot), product)), acc, slot)
-
-
-def _sum_lanes(
-    em: _Emitter, partial: SSAValue, at: Sequence[SSAValue], lanes: int
-) -> SSAValue:
-    """Pairwise sum of the partial sums ``partial[*at, :]`` (a balanced tree)."""
-    values = [em.load(partial, [*at, em.index(lane)]) for lane in range(lanes)]
-    while len(values) > 1:
-        paired = [em.add(arith.AddfOp(a, b)) for a, b in zip(values[::2], values[1::2])]
-        values = paired + ([values[-1]] if len(values) % 2 else [])
-    return values[0]
 
 
 def _gen_matmul(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
@@ -1212,18 +1583,36 @@ def _argument_names(group: OpGroup) -> list[str]:
     return names + outputs
 
 
-def lower_group(group: OpGroup, name: str) -> FuncOp:
-    """The kernel ``@name`` computing ``group``: inputs, then output buffers."""
+def lower_group(
+    group: OpGroup, name: str, target: VectorTarget | None = None
+) -> FuncOp:
+    """The kernel ``@name`` computing ``group``: inputs, then output buffers.
+
+    ``target`` shapes the register-blocked kernels (default: this host's
+    vector width).  Inputs in ``group.packed`` are f32 weight panels
+    (:func:`weight_packing`), the rest have their graph types as memrefs.
+    """
+    target = target if target is not None else VectorTarget.host()
+    packing = weight_packing(group, target)
+    for value in group.packed:
+        if packing is None or packing[0] is not value:
+            raise PassError(
+                f"lower-graph-to-kernel: kernel @{name} cannot take a packed "
+                "input: only the weight of a conv2d or dense anchor is packed"
+            )
     values = [*group.inputs, *group.outputs]
     types = []
     for value in values:
         t = value.type
         assert isinstance(t, TensorType)  # graph values are verified tensors
-        types.append(MemRefType(t.element_type, t.get_shape()))
+        if value in group.packed and packing is not None:
+            types.append(MemRefType(f32, packing[1].shape(t.get_shape())))
+        else:
+            types.append(MemRefType(t.element_type, t.get_shape()))
     body = Block(arg_types=types)
     for arg, arg_name in zip(body.args, _argument_names(group)):
         arg.name_hint = arg_name
-    low = _Lowering(group, dict(zip(values, body.args)))
+    low = _Lowering(group, target, dict(zip(values, body.args)))
     em = _Emitter(body)
     first = group.ops[0]
     _GENERATORS[first.name](em, low, first)

@@ -29,4 +29,6 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fold-constants": _lazy("fold_constants", "FoldConstantsPass"),
     "bind-params": _lazy("bind_params", "BindParamsPass"),
     "split-graph": _lazy("split_graph", "SplitGraphPass"),
+    "fuse-ops": _lazy("fuse_ops", "FuseOpsPass"),
+    "partition-extern": _lazy("partition_extern", "PartitionExternPass"),
 }

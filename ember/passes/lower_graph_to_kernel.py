@@ -3,13 +3,22 @@
 Relax's ``LegalizeOps`` + ``call_tir`` in MLIR form: each compute op of a
 graph function is replaced by ``graph.call_kernel @k(inputs)`` and the kernel
 ``@k`` (from :mod:`ember.lowering.graph_to_kernel`) is added to the module.
-One op per kernel for now (``fuse-ops`` decides groups); the grouping
-machinery already accepts several ops per kernel.
+One op per kernel, except that a ``func.call`` of a function marked
+``graph.fused`` (made by ``fuse-ops``) becomes ONE kernel computing the
+callee's ops: the call is inlined, its ops lowered as one group, and the
+fused function erased once nothing calls it.
 
 * Kernels are named like TVM's: ``conv2d``, ``fused_conv2d_add_relu``;
   kernels of the same name but different shapes or attributes get a
   numeric suffix (``conv2d_1``); identical kernels are generated once and
   shared (ResNet-18 has 20 conv2d ops but far fewer distinct kernels).
+* The weight of a conv2d or dense that is a ``graph.constant`` (parameters
+  bound at build time) is packed once, here, into the panels its kernel
+  reads (:class:`~ember.lowering.graph_to_kernel.WeightPacking`, TVM's
+  ``AlterOpLayout`` + constant folding): a new constant feeds the kernel and
+  the original goes away if nothing else uses it.  Any other weight is
+  packed by the kernel at run time.  ``vector-bits`` chooses the vector
+  width kernels are shaped for (0, the default: this host's).
 * ``graph.constant`` stays a constant (data, not compute);
   ``graph.call_kernel``, ``graph.call_extern``, ``func.call`` and
   ``func.return`` stay as they are; functions already marked
@@ -20,13 +29,13 @@ machinery already accepts several ops per kernel.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
@@ -35,12 +44,21 @@ from ember.errors import PassError
 from ember.ir import describe_op
 from ember.lowering.graph_to_kernel import (
     OpGroup,
+    VectorTarget,
     cannot_lower,
     group_key,
     kernel_stem,
     lower_group,
     make_group,
     unsupported_reason,
+    weight_packing,
+)
+from ember.passes.fuse_ops import (
+    erase_fused_functions,
+    fused_functions,
+    group_outputs,
+    inline_fused_calls,
+    is_fused,
 )
 
 _KEPT_OPS: tuple[type[Operation], ...] = (
@@ -56,8 +74,9 @@ _KEPT_OPS: tuple[type[Operation], ...] = (
 class KernelTable:
     """The kernels added to a module: one name per distinct kernel."""
 
-    def __init__(self, module: ModuleOp) -> None:
+    def __init__(self, module: ModuleOp, target: VectorTarget) -> None:
         self.module = module
+        self.target = target
         self.taken = {op.sym_name.data for op in module.ops if isinstance(op, FuncOp)}
         self.by_key: dict[Hashable, str] = {}
 
@@ -67,7 +86,7 @@ class KernelTable:
         name = self.by_key.get(key)
         if name is None:
             name = self._fresh_name(kernel_stem(group))
-            self.module.body.block.add_op(lower_group(group, name))
+            self.module.body.block.add_op(lower_group(group, name, self.target))
             self.by_key[key] = name
             self.taken.add(name)
         return name
@@ -81,19 +100,63 @@ class KernelTable:
         return f"{stem}_{suffix}"
 
 
+class WeightPacker:
+    """Packs constant weights for their kernels, each constant once per layout."""
+
+    def __init__(self, target: VectorTarget) -> None:
+        self.target = target
+        self.packed: dict[tuple[ConstantOp, int], SSAValue] = {}
+
+    def prepack(self, group: OpGroup) -> tuple[OpGroup, list[SSAValue]]:
+        """``group`` with its weight marked packed, and the call's operands
+        (the packed constant in place of the weight), when the weight is a
+        constant; else ``group`` and its inputs unchanged."""
+        found = weight_packing(group, self.target)
+        if found is None or not isinstance(found[0].owner, ConstantOp):
+            return group, list(group.inputs)
+        weight, packing = found
+        constant = found[0].owner
+        key = (constant, packing.lanes)
+        if key not in self.packed:
+            new = ConstantOp.from_array(packing.pack(constant.to_array()))
+            block = constant.parent_block()
+            assert block is not None  # constants live in function bodies
+            block.insert_op_after(new, constant)
+            new.results[0].name_hint = (weight.name_hint or "weight") + "_packed"
+            self.packed[key] = new.results[0]
+        packed = self.packed[key]
+        operands = [packed if v is weight else v for v in group.inputs]
+        return replace(group, packed=(weight,)), operands
+
+    def erase_unused_originals(self) -> None:
+        """Drop constants that only fed packed kernels."""
+        for constant, _ in self.packed:
+            block = constant.parent_block()
+            if block is not None and not constant.results[0].uses:
+                block.erase_op(constant)
+
+
 def graph_functions(module: ModuleOp) -> list[FuncOp]:
-    """The functions of ``module`` that hold graph programs (not kernels)."""
+    """The functions of ``module`` that hold graph programs (not kernels,
+    not fused functions: those are inlined where they are called)."""
     return [
         op
         for op in module.ops
-        if isinstance(op, FuncOp) and not is_kernel(op) and not op.is_declaration
+        if isinstance(op, FuncOp)
+        and not is_kernel(op)
+        and not is_fused(op)
+        and not op.is_declaration
     ]
 
 
-def plan_function(func: FuncOp) -> list[list[Operation]]:
-    """The groups of ops of ``func`` that become kernels (one op each), in
-    program order; raises :class:`PassError` naming the first op that cannot
-    be lowered, so nothing is changed when any op is unsupported."""
+def plan_function(
+    func: FuncOp, fused: Sequence[Sequence[Operation]] = ()
+) -> list[list[Operation]]:
+    """The groups of ops of ``func`` that become kernels, in program order:
+    each list of ``fused`` (ops of an inlined fused function) is one group,
+    every other op its own; raises :class:`PassError` naming the first op
+    that cannot be lowered, so nothing is changed when any op is unsupported."""
+    group_of = {op: list(ops) for ops in fused for op in ops}
     groups: list[list[Operation]] = []
     for op in func.body.walk():
         if op is func or isinstance(op, _KEPT_OPS):
@@ -101,14 +164,20 @@ def plan_function(func: FuncOp) -> list[list[Operation]]:
         reason = unsupported_reason(op)
         if reason is not None:
             raise cannot_lower(op, reason)
-        make_group([op])  # validates; rebuilt when rewriting, as operands change
-        groups.append([op])
+        members = group_of.get(op, [op])
+        if op is members[0]:
+            # Validates; rebuilt when rewriting, as operands change.
+            make_group(members, group_outputs(members))
+            groups.append(members)
     return groups
 
 
-def replace_with_call(group: OpGroup, kernel: str) -> CallKernelOp:
+def replace_with_call(
+    group: OpGroup, kernel: str, operands: Sequence[SSAValue] | None = None
+) -> CallKernelOp:
     """Replace the ops of ``group`` by one ``graph.call_kernel @kernel``,
-    placed where the group's last op was."""
+    placed where the group's last op was; ``operands`` default to the group's
+    inputs (a packed weight is passed in place of its original)."""
     last = group.ops[-1]
     block = last.parent_block()
     assert block is not None  # graph ops live in function bodies
@@ -130,7 +199,8 @@ def replace_with_call(group: OpGroup, kernel: str) -> CallKernelOp:
                     f"lower-graph-to-kernel: '{user.name}' uses a group output "
                     f"before the group's last op\n{describe_op(user)}"
                 )
-    call = CallKernelOp(kernel, group.inputs, [v.type for v in group.outputs])
+    arguments = group.inputs if operands is None else operands
+    call = CallKernelOp(kernel, arguments, [v.type for v in group.outputs])
     block.insert_op_before(call, last)
     for value, result in zip(group.outputs, call.results):
         result.name_hint = value.name_hint
@@ -146,11 +216,33 @@ class LowerGraphToKernelPass(ModulePass):
 
     name = "lower-graph-to-kernel"
 
+    vector_bits: int = 0
+    """Vector register width kernels are shaped for; 0: this host's."""
+
+    pack_weights: bool = True
+    """Pack constant conv2d/dense weights at compile time."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        plans = [(func, plan_function(func)) for func in graph_functions(op)]
-        table = KernelTable(op)
+        target = (
+            VectorTarget(self.vector_bits) if self.vector_bits else VectorTarget.host()
+        )
+        fused = fused_functions(op)
+        functions = graph_functions(op)
+        for function in [*fused.values(), *functions]:
+            plan_function(function)  # validates every op before anything changes
+        plans = [
+            (func, plan_function(func, inline_fused_calls(func, fused)))
+            for func in functions
+        ]
+        erase_fused_functions(op)  # before naming kernels: frees their names
+        table = KernelTable(op, target)
+        packer = WeightPacker(target)
         for _, groups in plans:
             for ops in groups:
                 # Built now: earlier rewrites replaced this group's operands.
-                group = make_group(ops)
-                replace_with_call(group, table.kernel_for(group))
+                group = make_group(ops, group_outputs(ops))
+                operands: Sequence[SSAValue] = group.inputs
+                if self.pack_weights:
+                    group, operands = packer.prepack(group)
+                replace_with_call(group, table.kernel_for(group), operands)
+        packer.erase_unused_originals()

@@ -1,7 +1,8 @@
-// RUN: ember-opt %s -p lower-graph-to-kernel | filecheck %s
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256}" | filecheck %s
 
 // f16 ops compute in f32 and round once, when the result is stored
-// (ember.interp.reference's convention); a dense over f16 accumulates in f32.
+// (ember.interp.reference's convention); a dense over f16 accumulates in f32,
+// its weight widened to f32 once, when the kernel packs it into panels.
 
 func.func @main(%a: tensor<2x8xf16>, %b: tensor<8xf16>, %w: tensor<3x8xf16>) -> tensor<2x3xf16> {
   %0 = graph.add %a, %b : (tensor<2x8xf16>, tensor<8xf16>) -> tensor<2x8xf16>
@@ -22,7 +23,10 @@ func.func @main(%a: tensor<2x8xf16>, %b: tensor<8xf16>, %w: tensor<3x8xf16>) -> 
 // CHECK-NEXT:          memref.store %5, %out[%vi0, %vi1] : memref<2x8xf16>
 
 // CHECK-LABEL: func.func @dense(%data: memref<2x8xf16>, %weight: memref<3x8xf16>, %out: memref<2x3xf16>) attributes {kernel.kernel} {
-// CHECK:         %partial = memref.alloc() : memref<1x3x8xf32>
+// CHECK:         %panels = memref.alloc() : memref<1x8x32xf32>
+// CHECK:         kernel.block "pack"
+// CHECK:           arith.extf %{{.*}} : f16 to f32
+// CHECK:         %acc = memref.alloc() : memref<2x32xf32>
 // CHECK:         kernel.block "dense"
 // CHECK:           arith.extf %{{.*}} : f16 to f32
 // CHECK:           arith.mulf %{{.*}}, %{{.*}} : f32
