@@ -55,6 +55,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from ember.dialects.graph import ConstantOp
 from ember.dialects.pipeline import GraphOp, StageOp, YieldOp, check_placement
 from ember.errors import PassError
 
@@ -114,7 +115,10 @@ class SplitPlan:
 
     ``stages[s]`` are the ops of stage ``s`` in program order;
     ``inputs[s]`` and ``outputs[s]`` the values (of the original function)
-    it receives and produces; ``returned`` the function's result values.
+    it receives and produces; ``returned`` the function's result values;
+    ``constants[s]`` the ``graph.constant`` ops of other stages that stage
+    ``s`` uses: each stage gets its own copy (bound weights stay with the
+    stage that reads them instead of flowing through the queues).
     """
 
     func: FuncOp
@@ -122,6 +126,7 @@ class SplitPlan:
     inputs: list[list[SSAValue]] = field(default_factory=list)
     outputs: list[list[SSAValue]] = field(default_factory=list)
     returned: list[SSAValue] = field(default_factory=list)
+    constants: list[list[Operation]] = field(default_factory=list)
 
 
 def _function(module: ModuleOp, entry: str, spec: str) -> FuncOp:
@@ -224,6 +229,9 @@ def _plan_connections(plan: SplitPlan, terminator: ReturnOp) -> None:
     crossing: set[SSAValue] = {v for v in plan.returned if v in stage_of}
     for s, used in enumerate(used_by):
         received = {v for v in used if stage_of.get(v) != s}
+        copied = {v for v in received if isinstance(v.owner, ConstantOp)}
+        plan.constants.append([v.owner for v in _in_program_order(plan, copied)])
+        received -= copied
         crossing |= {v for v in received if v in stage_of}
         plan.inputs.append(_in_program_order(plan, received))
     for s in range(len(plan.stages)):
@@ -274,7 +282,12 @@ def _stage_function(
     for original, arg in zip(inputs, block.args):
         arg.name_hint = crossing_names.get(original, original.name_hint)
         mapper[original] = arg
+    used_here = {v for op in plan.stages[s] for v in _used_values(op)} | set(outputs)
+    for op in plan.constants[s]:
+        block.add_op(op.clone(value_mapper=mapper))
     for op in plan.stages[s]:
+        if isinstance(op, ConstantOp) and op.results[0] not in used_here:
+            continue  # only later stages read it; they have their own copy
         block.add_op(op.clone(value_mapper=mapper))
     block.add_op(ReturnOp(*(mapper[v] for v in outputs)))
     types: tuple[list[Attribute], list[Attribute]] = (
