@@ -924,6 +924,8 @@ WIDE_TILE_ACCUMULATORS = 14
 28, 14 and 7) with one tile size, which is one micro-kernel to compile."""
 
 NARROW_ROWS = 3
+"""A dense product with fewer rows than this spreads its accumulators over
+a wider panel, so that enough FMA chains stay independent."""
 
 NARROW_ROW_VECTORS = 8
 """Vectors of accumulators a narrow dense product keeps per tile, spread
@@ -931,8 +933,6 @@ over its rows (8 for one row, 4 each for two).  A panel of one row must also
 be long enough that LLVM does not unroll its lane loop completely (it then
 vectorises the reduction loop around it with strided loads: 10 instead of
 30 GFLOP/s for 1×784 · 784×128 with AVX2)."""
-"""A dense product with fewer rows than this spreads its accumulators over
-a wider panel, so that enough FMA chains stay independent."""
 
 
 def _tile_shape(op: GraphOp, target: VectorTarget) -> tuple[int, int]:
@@ -1129,6 +1129,10 @@ def _emit_product(em: _Emitter, low: _Lowering, product: _Product) -> None:
 
 @dataclass(frozen=True)
 class _TileNest:
+    """``panel_count`` panels from ``panel_start`` (storing ``stored_lanes``
+    channels each) × ``tile_count`` tiles of ``tile`` pixels from
+    ``tile_start``: the iteration space of one micro-kernel nest."""
+
     panel_start: int
     panel_count: int
     stored_lanes: int
