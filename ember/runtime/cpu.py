@@ -149,12 +149,17 @@ class LLVMModule(Module):
         ir: ModuleOp,
         signature: FunctionSignature,
         params: Mapping[str, np.ndarray],
+        options: Any = None,
     ) -> LLVMModule:
+        """Compile ``ir``; ``options`` (:class:`ember.compiler.CompileOptions`)
+        changes the graph pipeline, e.g. to measure fusion on and off."""
+        from dataclasses import replace
+
         from ember import compiler
         from ember.runtime.jit import compile_llvm
         from ember.runtime.module import extern_function_names
 
-        options = compiler.CompileOptions(entry=signature.name)
+        options = replace(options or compiler.CompileOptions(), entry=signature.name)
         graph = compiler.to_graph(ir, params, options)
         program = compiler.to_llvm_dialect(compiler.to_kernel(graph), options)
         if program.layout.externs:
