@@ -81,6 +81,17 @@ def describe_op(op: Operation) -> str:
     return f"  {where}: {out.getvalue().strip()}"
 
 
+def fresh_symbol(stem: str, taken: set[str]) -> str:
+    """``stem``, or ``stem_1``, ``stem_2``, … : the first name not in ``taken``
+    (TVM's naming of kernels and fused functions: ``conv2d``, ``conv2d_1``)."""
+    if stem not in taken:
+        return stem
+    suffix = 1
+    while f"{stem}_{suffix}" in taken:
+        suffix += 1
+    return f"{stem}_{suffix}"
+
+
 def to_text(module: ModuleOp, *, generic: bool = False) -> str:
     """Print a module (``str(module)`` does the same in custom form)."""
     out = StringIO()

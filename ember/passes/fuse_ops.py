@@ -66,6 +66,7 @@ from xdsl.passes import ModulePass
 from ember.dialects.graph import FusionKind, fusion_kind
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
+from ember.ir import fresh_symbol
 from ember.lowering.graph_to_kernel import (
     OpGroup,
     group_key,
@@ -238,19 +239,12 @@ class _FusedTable:
         key = group_key(group)
         name = self.by_key.get(key)
         if name is None:
-            name = self._fresh_name(kernel_stem(group))
+            name = fresh_symbol(kernel_stem(group), self.taken)
             self.module.body.block.add_op(_outlined_function(group, name))
             self.by_key[key] = name
             self.taken.add(name)
         return name
 
-    def _fresh_name(self, stem: str) -> str:
-        if stem not in self.taken:
-            return stem
-        suffix = 1
-        while f"{stem}_{suffix}" in self.taken:
-            suffix += 1
-        return f"{stem}_{suffix}"
 
 
 def _outlined_function(group: OpGroup, name: str) -> FuncOp:

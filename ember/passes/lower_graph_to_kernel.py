@@ -41,7 +41,7 @@ from xdsl.passes import ModulePass
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
-from ember.ir import describe_op
+from ember.ir import describe_op, fresh_symbol
 from ember.lowering.graph_to_kernel import (
     OpGroup,
     VectorTarget,
@@ -85,19 +85,12 @@ class KernelTable:
         key = group_key(group)
         name = self.by_key.get(key)
         if name is None:
-            name = self._fresh_name(kernel_stem(group))
+            name = fresh_symbol(kernel_stem(group), self.taken)
             self.module.body.block.add_op(lower_group(group, name, self.target))
             self.by_key[key] = name
             self.taken.add(name)
         return name
 
-    def _fresh_name(self, stem: str) -> str:
-        if stem not in self.taken:
-            return stem
-        suffix = 1
-        while f"{stem}_{suffix}" in self.taken:
-            suffix += 1
-        return f"{stem}_{suffix}"
 
 
 class WeightPacker:

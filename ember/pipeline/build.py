@@ -73,17 +73,18 @@ from ember.errors import EmberError, RuntimeFailure
 from ember.ir import parse, verify_module
 from ember.pipeline.config import PipelineConfig
 from ember.runtime.device import Device, device
+
+# The module artifact's "JSON for people" layout (each tensor entry on one
+# line), so that pipeline.json reads like the stage manifests next to it.
 from ember.runtime.module import (
     MANIFEST_FILE,
     ArtifactError,
     Module,
     TensorSpec,
+    check_format_version,
+    format_json,
     load_module,
 )
-
-# The module artifact's "JSON for people" layout (each tensor entry on one
-# line), so that pipeline.json reads like the stage manifests next to it.
-from ember.runtime.module import format_json
 from ember.runtime.ndarray import as_host_array
 
 __all__ = [
@@ -679,17 +680,9 @@ def _read_config(config_path: Path) -> dict[str, Any]:
             f"{config_path} is not an ember pipeline config (no format {FORMAT_NAME!r}); "
             "load a single module with ember.load_module"
         )
-    version = config.get("format_version")
-    if version != FORMAT_VERSION:
-        hint = (
-            "upgrade ember"
-            if isinstance(version, int) and version > FORMAT_VERSION
-            else "export it again"
-        )
-        raise ArtifactError(
-            f"{config_path} has pipeline format version {version!r}, but this ember reads "
-            f"version {FORMAT_VERSION}; {hint}"
-        )
+    check_format_version(
+        config.get("format_version"), FORMAT_VERSION, f"{config_path} has pipeline"
+    )
     return config
 
 

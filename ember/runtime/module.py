@@ -686,6 +686,21 @@ def _swap_into_place(staging: Path, path: Path) -> None:
     shutil.rmtree(retired, ignore_errors=True)
 
 
+def check_format_version(version: Any, expected: int, what: str) -> None:
+    """Fail unless ``version`` is ``expected``, saying whether to upgrade
+    ember (a newer artifact) or export again (an older one)."""
+    if version == expected:
+        return
+    hint = (
+        "upgrade ember"
+        if isinstance(version, int) and version > expected
+        else "export it again"
+    )
+    raise ArtifactError(
+        f"{what} format version {version!r}, but this ember reads version {expected}; {hint}"
+    )
+
+
 def load_module(path: str | os.PathLike[str]) -> Module:
     """Load a module written by ``export_library`` (``tvm.runtime.load_module``).
 
@@ -747,17 +762,7 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
         raise ArtifactError(
             f"corrupt manifest {manifest_path}: it does not declare format {FORMAT_NAME!r}"
         )
-    version = manifest.get("format_version")
-    if version != FORMAT_VERSION:
-        hint = (
-            "upgrade ember"
-            if isinstance(version, int) and version > FORMAT_VERSION
-            else "export it again"
-        )
-        raise ArtifactError(
-            f"{directory} has artifact format version {version!r}, but this ember reads version "
-            f"{FORMAT_VERSION}; {hint}"
-        )
+    check_format_version(manifest.get("format_version"), FORMAT_VERSION, f"{directory} has artifact")
     return manifest
 
 
