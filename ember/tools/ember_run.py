@@ -92,7 +92,10 @@ def execute(
 
 
 def bench(runner: Runner, inputs: Sequence[np.ndarray], repeat: int) -> str:
-    """Median/min/mean latency of ``repeat`` runs after one warm-up run."""
+    """Median/min/mean latency of ``repeat`` runs after one warm-up run.
+
+    Each run sets every input and reads every output, as a caller of the
+    tool would; ``GraphExecutor.benchmark`` times ``run`` alone."""
     runner(inputs)
     times = []
     for _ in range(repeat):
@@ -102,7 +105,8 @@ def bench(runner: Runner, inputs: Sequence[np.ndarray], repeat: int) -> str:
     ms = np.array(times) * 1e3
     return (
         f"latency over {repeat} runs: median {np.median(ms):.3f} ms, "
-        f"min {ms.min():.3f} ms, mean {ms.mean():.3f} ms"
+        f"min {ms.min():.3f} ms, mean {ms.mean():.3f} ms "
+        "(end to end: inputs copied in, outputs copied out)"
     )
 
 
