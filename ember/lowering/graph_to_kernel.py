@@ -70,6 +70,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    ModuleOp,
     TensorType,
     f16,
     f32,
@@ -81,7 +82,7 @@ from ember.dialects import graph
 from ember.dialects.graph import GraphOp
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
-from ember.ir import describe_op
+from ember.ir import describe_op, fresh_symbol
 
 __all__ = [
     "OpGroup",
@@ -215,6 +216,36 @@ def make_group(
             if value not in produced and value not in inputs:
                 inputs.append(value)
     return OpGroup(tuple(ops), tuple(inputs), chosen)  # type: ignore[arg-type]
+
+
+
+class GroupTable:
+    """Functions added to a module, one per distinct group (by
+    :func:`group_key`), named after their ops as TVM names them
+    (``conv2d``, ``fused_conv2d_add_relu``, ``conv2d_1`` for another shape).
+
+    ``build(group, name)`` makes the function: a kernel for
+    ``lower-graph-to-kernel``, a fused graph function for ``fuse-ops``.
+    """
+
+    def __init__(
+        self, module: ModuleOp, build: Callable[[OpGroup, str], FuncOp]
+    ) -> None:
+        self.module = module
+        self.build = build
+        self.taken = {op.sym_name.data for op in module.ops if isinstance(op, FuncOp)}
+        self.by_key: dict[Hashable, str] = {}
+
+    def name_for(self, group: OpGroup) -> str:
+        """The name of the function computing ``group``, made if new."""
+        key = group_key(group)
+        name = self.by_key.get(key)
+        if name is None:
+            name = fresh_symbol(kernel_stem(group), self.taken)
+            self.module.body.block.add_op(self.build(group, name))
+            self.by_key[key] = name
+            self.taken.add(name)
+        return name
 
 
 def kernel_stem(group: OpGroup) -> str:

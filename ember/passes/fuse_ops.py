@@ -54,7 +54,7 @@ the same ops.  Functions already marked ``graph.fused`` or
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -66,11 +66,9 @@ from xdsl.passes import ModulePass
 from ember.dialects.graph import FusionKind, fusion_kind
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
-from ember.ir import fresh_symbol
 from ember.lowering.graph_to_kernel import (
+    GroupTable,
     OpGroup,
-    group_key,
-    kernel_stem,
     make_group,
     unsupported_reason,
 )
@@ -226,27 +224,6 @@ def plan_groups(block: Block, max_depth: int) -> list[list[Operation]]:
 # --------------------------------------------------------------------------
 
 
-class _FusedTable:
-    """Fused functions added to a module: one per distinct group."""
-
-    def __init__(self, module: ModuleOp) -> None:
-        self.module = module
-        self.taken = {op.sym_name.data for op in module.ops if isinstance(op, FuncOp)}
-        self.by_key: dict[Hashable, str] = {}
-
-    def function_for(self, group: OpGroup) -> str:
-        """The name of the fused function computing ``group``, made if new."""
-        key = group_key(group)
-        name = self.by_key.get(key)
-        if name is None:
-            name = fresh_symbol(kernel_stem(group), self.taken)
-            self.module.body.block.add_op(_outlined_function(group, name))
-            self.by_key[key] = name
-            self.taken.add(name)
-        return name
-
-
-
 def _outlined_function(group: OpGroup, name: str) -> FuncOp:
     """``func.func private @name`` holding copies of the group's ops."""
     input_types = [v.type for v in group.inputs]
@@ -398,9 +375,9 @@ class FuseOpsPass(ModulePass):
             raise PassError(
                 f"fuse-ops: max-depth must be at least 1, got {self.max_depth}"
             )
-        table = _FusedTable(op)
+        table = GroupTable(op, _outlined_function)
         for func in _graph_functions(op):
             for block in func.body.blocks:
                 for ops in plan_groups(block, self.max_depth):
                     group = make_group(ops)
-                    _replace_with_call(group, table.function_for(group))
+                    _replace_with_call(group, table.name_for(group))

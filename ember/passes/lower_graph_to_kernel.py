@@ -29,7 +29,7 @@ fused function erased once nothing calls it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
@@ -41,13 +41,12 @@ from xdsl.passes import ModulePass
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
-from ember.ir import describe_op, fresh_symbol
+from ember.ir import describe_op
 from ember.lowering.graph_to_kernel import (
+    GroupTable,
     OpGroup,
     VectorTarget,
     cannot_lower,
-    group_key,
-    kernel_stem,
     lower_group,
     make_group,
     unsupported_reason,
@@ -69,28 +68,6 @@ _KEPT_OPS: tuple[type[Operation], ...] = (
     ReturnOp,
 )
 """Ops that a lowered graph function keeps as they are."""
-
-
-class KernelTable:
-    """The kernels added to a module: one name per distinct kernel."""
-
-    def __init__(self, module: ModuleOp, target: VectorTarget) -> None:
-        self.module = module
-        self.target = target
-        self.taken = {op.sym_name.data for op in module.ops if isinstance(op, FuncOp)}
-        self.by_key: dict[Hashable, str] = {}
-
-    def kernel_for(self, group: OpGroup) -> str:
-        """The name of the kernel computing ``group``, generating it if new."""
-        key = group_key(group)
-        name = self.by_key.get(key)
-        if name is None:
-            name = fresh_symbol(kernel_stem(group), self.taken)
-            self.module.body.block.add_op(lower_group(group, name, self.target))
-            self.by_key[key] = name
-            self.taken.add(name)
-        return name
-
 
 
 class WeightPacker:
@@ -228,7 +205,7 @@ class LowerGraphToKernelPass(ModulePass):
             for func in functions
         ]
         erase_fused_functions(op)  # before naming kernels: frees their names
-        table = KernelTable(op, target)
+        table = GroupTable(op, lambda group, name: lower_group(group, name, target))
         packer = WeightPacker(target)
         for _, groups in plans:
             for ops in groups:
@@ -237,5 +214,5 @@ class LowerGraphToKernelPass(ModulePass):
                 operands: Sequence[SSAValue] = group.inputs
                 if self.pack_weights:
                     group, operands = packer.prepack(group)
-                replace_with_call(group, table.kernel_for(group), operands)
+                replace_with_call(group, table.name_for(group), operands)
         packer.erase_unused_originals()
