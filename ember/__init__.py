@@ -68,12 +68,15 @@ _RUNTIME_EXPORTS: dict[str, str] = {
 }
 
 
-def apply_passes(module: Any, pipeline: Any, *, verify: bool = True) -> Any:
+def apply_passes(
+    module: Any, pipeline: Any, *, verify: bool = True, remarks: bool = False
+) -> Any:
     """Run a pass pipeline (``"simplify-inference,fold-constants"``, as for
-    ``ember-opt -p``) on a copy of ``module`` and return the copy."""
+    ``ember-opt -p``) on a copy of ``module`` and return the copy; with
+    ``remarks=True``, ``(copy, records)`` with the passes' remarks."""
     from ember.passes.pipeline import apply_passes as _apply_passes
 
-    return _apply_passes(module, pipeline, verify=verify)
+    return _apply_passes(module, pipeline, verify=verify, remarks=remarks)
 
 
 def bind_params(module: Any, params: Any, *, entry: str = "main") -> Any:

@@ -50,6 +50,7 @@ def build(
     params: Mapping[str, Any] | None = None,
     *,
     entry: str = "main",
+    remarks: bool = False,
 ) -> Module:
     """Compile function ``entry`` of ``module`` for ``target``.
 
@@ -62,8 +63,18 @@ def build(
     as constants; copied, so later changes to the caller's arrays do not
     leak into the module.
 
+    ``remarks``: collect the optimization remarks of every pass the build
+    runs into ``lib.remarks`` (:mod:`ember.remarks`; empty otherwise).
+
     The caller's ``module`` is not modified.
     """
+    if remarks:
+        from ember.remarks import collect
+
+        with collect() as records:
+            lib = build(module, target, params, entry=entry)
+        lib.remarks = tuple(records)
+        return lib
     from ember.runtime.module import backend_for, signature_of
 
     ir = as_module(module, "ember.build", RuntimeFailure)

@@ -18,7 +18,7 @@ from io import StringIO
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
@@ -150,6 +150,9 @@ class LocatingParser(Parser):
         self.line_offset = line_offset
         self.op_spans: dict[Operation, Span[Any]] = {}
         self._first_forward_use: dict[str, Span[Any]] = {}
+        # Line counting for op locations, incremental: ops start in order.
+        self._line_pos = 0
+        self._line = 1
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
@@ -176,11 +179,33 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         first = self._current_token.span
+        location = self._location_at(first)
         op = super().parse_operation()
         line_end = first.input.get_end_of_line(first.start)
         end = max(first.end, min(self.pos, line_end))
         self.op_spans[op] = Span(first.start, end, first.input, self.line_offset)
+        if isinstance(op.location, UnknownLoc):
+            # MLIR's convention: an op is located where it starts (``%0 = …``).
+            # Clones keep it, so remarks and diagnostics about code made from
+            # this op (fused functions, kernels) point back here.
+            op.location = location
         return op
+
+    def _location_at(self, span: Span[Any]) -> FileLineColLoc:
+        """``loc("file":line:col)`` of ``span``'s start (counting lines from
+        the previous op's start, not from the top: big files stay linear)."""
+        content = span.input.content
+        newline = "\n" if isinstance(content, str) else b"\n"
+        if span.start < self._line_pos:
+            self._line_pos, self._line = 0, 1
+        self._line += content.count(newline, self._line_pos, span.start)
+        self._line_pos = span.start
+        line_start = content.rfind(newline, 0, span.start) + 1
+        return FileLineColLoc(
+            StringAttr(span.input.name),
+            IntAttr(self._line + self.line_offset),
+            IntAttr(span.start - line_start + 1),
+        )
 
     def current_span(self) -> Span[Any]:
         """The span of the token the parser stopped at (for errors without one)."""

@@ -78,6 +78,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from ember import remarks
 from ember.dialects import graph
 from ember.dialects.graph import GraphOp
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
@@ -1653,4 +1654,59 @@ def lower_group(
     _GENERATORS[first.name](em, low, first)
     em.add(ReturnOp())
     func = FuncOp(name, (types, []), Region(body))
+    func.location = remarks.fused_location(group.ops)
+    if remarks.enabled():
+        _report_schedule(func, group, target, packing)
     return mark_kernel(func)
+
+
+def _report_schedule(
+    func: FuncOp,
+    group: OpGroup,
+    target: VectorTarget,
+    packing: tuple[SSAValue, WeightPacking] | None,
+) -> None:
+    """An analysis remark with the schedule kernel ``func`` got, read from
+    its loops: the micro-kernel tile, the parallel and vectorized loops, the
+    weight layout, located at the graph ops it computes."""
+    first = group.ops[0]
+    parts: list[str] = []
+    args: dict[str, object] = {"kernel": func.sym_name.data, "vector_bits": target.bits}
+    if first.name == "graph.conv2d":
+        parts.append("direct convolution (no Winograd: ember has none yet)")
+    if packing is not None:
+        lanes, pixels = _tile_shape(first, target)
+        rows, columns = ("rows", "units") if first.name == "graph.dense" else ("pixels", "channels")
+        parts.append(
+            f"register tile {pixels} {rows} x {lanes} {columns}, weight packed in "
+            f"panels of {packing[1].lanes} ({'at bind time' if packing[0] in group.packed else 'per call'})"
+        )
+        args.update(tile_pixels=pixels, tile_channels=lanes, panel=packing[1].lanes)
+    loops = [op for op in func.walk() if isinstance(op, ForOp)]
+    parallel = [op for op in loops if op.kind.data == "parallel"]
+    vectorized = [op for op in loops if op.kind.data == "vectorized"]
+    if parallel:
+        extents = sorted({_trip_count(op) for op in parallel}, reverse=True)
+        parts.append(f"parallel loop of {', '.join(map(str, extents))} iterations")
+        args["parallel_extents"] = extents
+    else:
+        parts.append("no parallel loop (serial: too little work to share)")
+    if vectorized:
+        extents = sorted({_trip_count(op) for op in vectorized}, reverse=True)
+        parts.append(f"vectorized loops of {', '.join(map(str, extents))} ({target.bits}-bit vectors)")
+        args["vectorized_extents"] = extents
+    remarks.analysis(
+        "lower-graph-to-kernel",
+        f"kernel @{func.sym_name.data}: " + "; ".join(parts),
+        group.ops,
+        **args,
+    )
+
+
+def _trip_count(loop: ForOp) -> int:
+    lower, upper, step = (
+        loop.lower_bound.value.data,
+        loop.upper_bound.value.data,
+        loop.step.value.data,
+    )
+    return max(0, -(-(upper - lower) // step))

@@ -49,6 +49,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, BlockArgument
 from xdsl.passes import ModulePass
 
+from ember import remarks
 from ember.dialects.graph import ConstantOp, numpy_dtype, type_str
 from ember.errors import PassError
 
@@ -198,6 +199,16 @@ def bind_params_in_place(
         constant = ConstantOp.from_array(array)
         # The constant keeps the argument's name: %w0 stays %w0 in the text.
         constant.results[0].name_hint = arguments[name].name_hint
+        constant.location = func.location
+        if remarks.enabled():
+            remarks.applied(
+                "bind-params",
+                f"%{name} of @{entry} bound as a constant {constant.result.type} "
+                f"({array.nbytes} bytes)",
+                [func],
+                param=name,
+                bytes=int(array.nbytes),
+            )
         if first is None:
             block.add_op(constant)
         else:

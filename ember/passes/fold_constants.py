@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from ember import remarks
 from ember.dialects.graph import (
     ConstantOp,
     Conv2dOp,
@@ -90,7 +91,16 @@ class EvaluateConstantOp(RewritePattern):
         inputs = [constant_array(v) for v in op.operands]
         value = evaluate(op, [a for a in inputs if a is not None])
         operands = list(op.operands)
-        rewriter.replace(op, ConstantOp.from_array(value))
+        constant = ConstantOp.from_array(value)
+        remarks.inherit_location(op, [constant])
+        if remarks.enabled():
+            remarks.applied(
+                "fold-constants",
+                f"{op.name} evaluated at compile time into a constant {constant.result.type}",
+                [op],
+                rule="evaluate",
+            )
+        rewriter.replace(op, constant)
         erase_unused_constants(rewriter, operands)
 
 
@@ -156,6 +166,14 @@ def _fold_scale_into_weight(
             attributes=dict(anchor.attributes),
         )
         old_constants = [anchor.operands[1], op.operands[1 - side]]
+        remarks.inherit_location(anchor, [new_weight, folded])
+        if remarks.enabled():
+            remarks.applied(
+                "fold-constants",
+                f"per-channel graph.multiply folded into the weight of {anchor.name}",
+                [op, anchor],
+                rule="scale-into-weight",
+            )
         rewriter.replace(op, [new_weight, folded])
         rewriter.erase(anchor)
         erase_unused_constants(rewriter, old_constants)

@@ -63,9 +63,11 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from ember import remarks
 from ember.dialects.graph import FusionKind, fusion_kind
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
+from ember.remarks import fused_location
 from ember.lowering.graph_to_kernel import (
     GroupTable,
     OpGroup,
@@ -135,6 +137,19 @@ def _can_start_group(op: Operation) -> bool:
     return fusion_kind(op) in _HEAD_KINDS and unsupported_reason(op) is None
 
 
+def _explain_no_start(op: Operation) -> None:
+    """A missed remark for a graph op that is never fused (not for constants
+    and terminators, which are never expected to be)."""
+    if not remarks.enabled() or not op.name.startswith("graph.") or op.name == "graph.constant":
+        return
+    reason = unsupported_reason(op)
+    if reason is None:
+        why, rule = "it is opaque (TVM's kOpaque): it is never fused", "opaque"
+    else:
+        why, rule = f"no kernel generator takes it: {reason}", "unsupported"
+    remarks.missed("fuse-ops", f"{op.name} not fused: {why}", [op], rule=rule)
+
+
 def _uses_any(op: Operation, values: set[SSAValue]) -> bool:
     return any(v in values for v in op.operands)
 
@@ -166,27 +181,63 @@ def _grow(
     value escapes; every op visited before it that did not join reads no
     group value, so outside operands never depend on the group), at
     ``max_depth`` ops, or when no group value has a consumer left to visit.
+    The op that stopped the growth, and why, is a missed remark.
     """
     group = [head]
     values = {head.results[0]}
     pending = {use.operation for use in head.results[0].uses}
     for op in later_ops:
-        if len(group) >= max_depth or not pending:
+        if not pending:
             break
         if not _uses_any(op, values):
             continue
+        if len(group) >= max_depth:
+            _missed(op, head, f"the group reached max-depth={max_depth}", "max-depth")
+            break
         pending.discard(op)
-        if (
-            op in taken
-            or fusion_kind(op) not in _EPILOGUE_KINDS
-            or _reads_anchor_weight(op, head)
-            or _accepted([*group, op]) is None
-        ):
+        reason = _join_refusal(op, group, taken)
+        if reason is not None:
+            _missed(op, head, *reason)
             break
         group.append(op)
         values.add(op.results[0])
         pending.update(use.operation for use in op.results[0].uses)
     return group
+
+
+def _join_refusal(
+    op: Operation, group: Sequence[Operation], taken: set[Operation]
+) -> tuple[str, str] | None:
+    """Why ``op`` cannot join ``group`` (message, rule), or None if it can."""
+    head = group[0]
+    if op in taken:
+        return "it is already in another group", "already-grouped"
+    kind = fusion_kind(op)
+    if kind not in _EPILOGUE_KINDS:
+        return (
+            f"its pattern kind is {kind.name.lower()}; only elementwise, broadcast or "
+            "injective ops follow the first op of a group",
+            "pattern-kind",
+        )
+    if _reads_anchor_weight(op, head):
+        return f"it reads the weight of {head.name}, which the kernel reads packed", "reads-weight"
+    try:
+        make_group([*group, op])
+    except PassError as error:
+        reason = str(error).split("\n", 1)[0].removeprefix("lower-graph-to-kernel: ")
+        return f"the kernel lowering cannot take it ({reason})", "lowering"
+    return None
+
+
+def _missed(op: Operation, head: Operation, why: str, rule: str) -> None:
+    # A group ending at a function's result is no missed fusion.
+    if remarks.enabled() and not isinstance(op, ReturnOp):
+        remarks.missed(
+            "fuse-ops",
+            f"{op.name} not fused with {head.name}: {why}",
+            [op, head],
+            rule=rule,
+        )
 
 
 def _closed_prefix(group: Sequence[Operation]) -> list[Operation]:
@@ -199,8 +250,27 @@ def _closed_prefix(group: Sequence[Operation]) -> list[Operation]:
             for op in group[: end - 1]
             for use in op.results[0].uses
         ):
-            return list(group[:end])
-    return list(group[:1])
+            break
+    else:
+        end = 1
+    if end < len(group) and remarks.enabled():
+        # The next longer prefix failed: one of its values escapes it.
+        longer = set(group[: end + 1])
+        escaping = next(
+            op
+            for op in group[:end]
+            if any(use.operation not in longer for use in op.results[0].uses)
+        )
+        for op in group[end:]:
+            remarks.missed(
+                "fuse-ops",
+                f"{op.name} not fused with {group[0].name}: the value of "
+                f"{escaping.name} it follows has a consumer outside the group "
+                "(multiple consumers), and it is never recomputed",
+                [op, escaping],
+                rule="multiple-consumers",
+            )
+    return list(group[:end])
 
 
 def plan_groups(block: Block, max_depth: int) -> list[list[Operation]]:
@@ -210,7 +280,10 @@ def plan_groups(block: Block, max_depth: int) -> list[list[Operation]]:
     taken: set[Operation] = set()
     groups: list[list[Operation]] = []
     for index, op in enumerate(ops):
-        if op in taken or not _can_start_group(op):
+        if op in taken:
+            continue
+        if not _can_start_group(op):
+            _explain_no_start(op)
             continue
         group = _closed_prefix(_grow(op, ops[index + 1 :], taken, max_depth))
         if len(group) > 1:
@@ -238,7 +311,21 @@ def _outlined_function(group: OpGroup, name: str) -> FuncOp:
     body.add_op(ReturnOp(*(mapping[v] for v in group.outputs)))
     func = FuncOp(name, (input_types, output_types), Region(body), "private")
     func.attributes[FUSED_ATTR] = UnitAttr()
+    func.location = fused_location(group.ops)
     return func
+
+
+def _report_group(ops: Sequence[Operation], name: str) -> None:
+    head, *rest = ops
+    remarks.applied(
+        "fuse-ops",
+        f"{head.name} anchors {name}: {len(ops)} ops in one kernel",
+        ops,
+        group=name,
+        members=[op.name for op in ops],
+    )
+    for op in rest:
+        remarks.applied("fuse-ops", f"{op.name} fused into {name}", [op], group=name)
 
 
 def _replace_with_call(group: OpGroup, callee: str) -> CallOp:
@@ -251,6 +338,7 @@ def _replace_with_call(group: OpGroup, callee: str) -> CallOp:
     block = last.parent_block()
     assert block is not None  # planned from a block's ops
     call = CallOp(callee, group.inputs, [v.type for v in group.outputs])
+    call.location = fused_location(group.ops)
     block.insert_op_before(call, last)
     for value, result in zip(group.outputs, call.results):
         result.name_hint = value.name_hint
@@ -380,4 +468,7 @@ class FuseOpsPass(ModulePass):
             for block in func.body.blocks:
                 for ops in plan_groups(block, self.max_depth):
                     group = make_group(ops)
-                    _replace_with_call(group, table.name_for(group))
+                    name = table.name_for(group)
+                    if remarks.enabled():
+                        _report_group(ops, name)
+                    _replace_with_call(group, name)

@@ -38,6 +38,7 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from ember.remarks import fused_location
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
@@ -171,6 +172,7 @@ def replace_with_call(
                 )
     arguments = group.inputs if operands is None else operands
     call = CallKernelOp(kernel, arguments, [v.type for v in group.outputs])
+    call.location = fused_location(group.ops)
     block.insert_op_before(call, last)
     for value, result in zip(group.outputs, call.results):
         result.name_hint = value.name_hint

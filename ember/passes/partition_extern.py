@@ -50,6 +50,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from ember import remarks
 from ember.dialects.graph import CallExternOp, ConstantOp, Conv2dOp, DenseOp, MatmulOp
 from ember.errors import PassError
 from ember.runtime import blas
@@ -80,7 +81,31 @@ def _replace_with_extern(
     result type, keeping its result's name so the IR still reads the same."""
     call = CallExternOp(function, operands, [op.results[0].type])
     call.results[0].name_hint = op.results[0].name_hint
+    remarks.inherit_location(op, [*new_ops, call])
+    if remarks.enabled():
+        remarks.applied(
+            "partition-extern", f"{op.name} offloaded to {function}", [op], function=function
+        )
     rewriter.replace(op, [*new_ops, call])
+
+
+def _not_offloaded(op: Operation, library: str, why: str) -> None:
+    """A missed remark: ``op`` stays generated code, and why."""
+    if remarks.enabled():
+        remarks.missed(
+            "partition-extern",
+            f"{op.name} not offloaded to {library}: {why}; it stays generated code",
+            [op],
+            library=library,
+        )
+
+
+def _float32_or_explain(op: Operation, library: str) -> bool:
+    if _all_float32([*op.operands, *op.results]):
+        return True
+    types = ", ".join(sorted({str(v.type.element_type) for v in [*op.operands, *op.results] if isinstance(v.type, TensorType)}))
+    _not_offloaded(op, library, f"{library} takes float32 only, this op has {types}")
+    return False
 
 
 class DenseToBlasSgemm(RewritePattern):
@@ -88,7 +113,7 @@ class DenseToBlasSgemm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: DenseOp, rewriter: PatternRewriter) -> None:
-        if not _all_float32([*op.operands, *op.results]):
+        if not _float32_or_explain(op, "blas"):
             return
         _replace_with_extern(op, blas.SGEMM, list(op.operands), rewriter)
 
@@ -98,7 +123,7 @@ class MatmulToBlas(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: MatmulOp, rewriter: PatternRewriter) -> None:
-        if not _all_float32([*op.operands, *op.results]):
+        if not _float32_or_explain(op, "blas"):
             return
         _replace_with_extern(op, blas.MATMUL, list(op.operands), rewriter)
 
@@ -113,7 +138,10 @@ class Conv2dToBlas(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Conv2dOp, rewriter: PatternRewriter) -> None:
-        if not _all_float32([*op.operands, *op.results]) or op.attr("groups") != 1:
+        if not _float32_or_explain(op, "blas"):
+            return
+        if op.attr("groups") != 1:
+            _not_offloaded(op, "blas", f"groups={op.attr('groups')} (grouped convolution)")
             return
         attrs = ConstantOp.from_array(
             blas.conv2d_attrs(

@@ -36,6 +36,8 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from ember.errors import EmberError, IRError, PassError
 from ember.ir import as_module
+from ember.remarks import Remark
+from ember.remarks import collect as collect_remarks
 
 __all__ = [
     "PassRegistry",
@@ -158,8 +160,12 @@ def apply_passes(
     pipeline: str | ModulePass | Sequence[ModulePass],
     *,
     verify: bool = True,
-) -> ModuleOp:
+    remarks: bool = False,
+) -> ModuleOp | tuple[ModuleOp, list[Remark]]:
     """Run ``pipeline`` on a copy of ``module`` and return the copy.
+
+    With ``remarks=True`` the result is ``(module, records)``: the
+    optimization remarks (:class:`ember.remarks.Remark`) the passes made.
 
     ``pipeline`` is text as for ``ember-opt -p`` (``"simplify-inference,
     fold-constants"``) or pass instances.  ``module`` (a ``ModuleOp`` or IR
@@ -174,6 +180,11 @@ def apply_passes(
     passes = _pass_list(pipeline)
     result = as_module(module, "apply_passes", PassError).clone()
     ctx = make_context()
-    for pass_ in passes:
-        _run_pass(pass_, ctx, result, verify)
-    return result
+    if not remarks:
+        for pass_ in passes:
+            _run_pass(pass_, ctx, result, verify)
+        return result
+    with collect_remarks() as records:
+        for pass_ in passes:
+            _run_pass(pass_, ctx, result, verify)
+    return result, list(records)

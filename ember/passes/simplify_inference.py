@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
+from ember import remarks
 from ember.dialects.graph import (
     AddOp,
     BatchNormOp,
@@ -163,7 +164,20 @@ class BatchNormToScaleShift(RewritePattern):
         _name_results(op, {scaled: "scaled"})
         shifted.results[0].name_hint = op.results[0].name_hint
         parameters = list(op.operands[1:])
-        rewriter.replace(op, [*ops, scaled, shifted])
+        new_ops = [*ops, scaled, shifted]
+        remarks.inherit_location(op, new_ops)
+        if remarks.enabled():
+            how = "constant scale and shift" if ops and all(
+                isinstance(o, ConstantOp) for o in ops
+            ) else "scale and shift computed from its parameters"
+            remarks.applied(
+                "simplify-inference",
+                f"graph.batch_norm rewritten as multiply and add ({how})",
+                [op],
+                epsilon=epsilon,
+                axis=axis,
+            )
+        rewriter.replace(op, new_ops)
         erase_unused_constants(rewriter, parameters)
 
 

@@ -55,6 +55,8 @@ from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from ember import remarks
+from ember.passes.cost import total_cost
 from ember.dialects.graph import ConstantOp
 from ember.dialects.pipeline import GraphOp, StageOp, YieldOp, check_placement
 from ember.errors import PassError
@@ -341,6 +343,40 @@ def _stage_names(module: ModuleOp, plan: SplitPlan, spec: str) -> list[str]:
     return names
 
 
+def _report_split(plan: SplitPlan, names: Sequence[str]) -> None:
+    """Remarks: each cut (at the op it follows) and each stage's estimated cost."""
+    costs = [total_cost(ops) for ops in plan.stages]
+    total = sum(c.flops for c in costs) or 1
+    for s, (ops, name) in enumerate(zip(plan.stages, names)):
+        if s + 1 < len(plan.stages):
+            last = ops[-1]
+            earlier = {op for stage in plan.stages[: s + 1] for op in stage}
+            crossing = sum(
+                1
+                for stage_inputs in plan.inputs[s + 1 :]
+                for value in stage_inputs
+                if value.owner in earlier
+            )
+            remarks.applied(
+                "split-graph",
+                f"cut after {last.name}: @{name} ends here, @{names[s + 1]} starts "
+                f"({crossing} value{'s' if crossing != 1 else ''} cross{'es' if crossing == 1 else ''})",
+                [last],
+                stage=name,
+                next_stage=names[s + 1],
+            )
+        remarks.analysis(
+            "split-graph",
+            f"stage @{name}: {len(ops)} ops, estimated {costs[s].describe()} "
+            f"({100 * costs[s].flops / total:.0f}% of the FLOPs)",
+            ops[:1],
+            stage=name,
+            ops=len(ops),
+            flops=costs[s].flops,
+            bytes=costs[s].bytes,
+        )
+
+
 def apply_split(
     module: ModuleOp,
     ops: Sequence[str],
@@ -361,6 +397,8 @@ def apply_split(
         raise PassError(str(e)) from None
     plan = plan_split(module, ops, indices, entry)
     names = _stage_names(module, plan, spec)
+    if remarks.enabled():
+        _report_split(plan, names)
     crossing_names = _crossing_names(plan)
     functions = [
         _stage_function(plan, s, name, crossing_names) for s, name in enumerate(names)

@@ -225,6 +225,9 @@ class Module(ABC):
     """The target name this backend is registered under (``"interp"``)."""
     device_kinds: ClassVar[tuple[str, ...]] = ("cpu",)
     """Device kinds whose memory :meth:`run` reads and writes."""
+    remarks: tuple[Any, ...] = ()
+    """The optimization remarks of the build that made this module
+    (``ember.build(..., remarks=True)``; :class:`ember.remarks.Remark`)."""
 
     def __init__(
         self,

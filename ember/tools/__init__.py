@@ -13,9 +13,11 @@ the source line with the place marked); the located parser behind them is
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from ember.errors import EmberError
 
@@ -48,16 +50,75 @@ def report_error(tool: str, message: str) -> None:
     print(as_diagnostic(message, tool), file=sys.stderr, flush=True)
 
 
+def remark_arguments() -> argparse.ArgumentParser:
+    """The optimization-remark flags every tool takes (LLVM's ``-Rpass`` family);
+    a tool's own parser lists them with ``parents=[remark_arguments()]``."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    group = parser.add_argument_group(
+        "optimization remarks (printed to stderr as file:line:col: remark: [pass] ...)"
+    )
+    group.add_argument(
+        "--remarks",
+        metavar="PASS-REGEX",
+        help="print what the passes matching PASS-REGEX did (e.g. 'fuse-ops', '.*')",
+    )
+    group.add_argument(
+        "--remarks-missed",
+        metavar="PASS-REGEX",
+        help="print what those passes did not do, and why",
+    )
+    group.add_argument(
+        "--remarks-analysis",
+        metavar="PASS-REGEX",
+        help="print the facts those passes decided on (costs, schedules)",
+    )
+    group.add_argument(
+        "--remarks-file",
+        metavar="FILE",
+        help="save every remark as JSON (or YAML for .yaml) records (docs/passes.md)",
+    )
+    return parser
+
+
+@contextlib.contextmanager
+def reporting_remarks(options: argparse.Namespace) -> Iterator[None]:
+    """Collect remarks while the tool runs when its flags ask for any; then
+    print the selected ones and save the file (also after a failure)."""
+    from ember import remarks
+
+    selection = remarks.RemarkFilter.from_strings(
+        options.remarks, options.remarks_missed, options.remarks_analysis
+    )
+    if not selection.active and not options.remarks_file:
+        yield
+        return
+    with remarks.collect() as records:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            for remark in records:
+                if selection.selects(remark):
+                    print(remark.format(), file=sys.stderr)
+            sys.stderr.flush()
+            if options.remarks_file:
+                remarks.write_records(records, options.remarks_file)
+
+
 def run_tool(
     tool: str, body: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None
 ) -> int:
     """Run a tool's ``body`` and turn user errors into exit code 1.
 
-    A closed stdout (``ember-opt big.mlir | head``) ends the tool quietly, as
-    Unix filters do.
+    The remark flags (:func:`remark_arguments`) are taken out of ``argv``
+    here, for every tool alike.  A closed stdout (``ember-opt big.mlir |
+    head``) ends the tool quietly, as Unix filters do.
     """
     try:
-        return body(argv)
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        options, rest = remark_arguments().parse_known_args(arguments)
+        with reporting_remarks(options):
+            return body(rest)
     except EmberError as error:
         report_error(tool, str(error))
         return 1

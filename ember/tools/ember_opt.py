@@ -38,7 +38,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ember import __version__
 from ember.errors import EmberError, PassError
 from ember.ir import ParseDiagnostic, parse_source, verify_with_locations
-from ember.tools import as_diagnostic, run_tool
+from ember.tools import as_diagnostic, remark_arguments, run_tool
 
 TOOL = "ember-opt"
 
@@ -115,6 +115,8 @@ class EmberOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        # Listed for --help; run_tool takes these flags out of argv first.
+        arg_parser._add_container_actions(remark_arguments())
         # Append ember's pass list to --help, built only when help is shown
         # (listing imports every pass module).  argparse offers no lazy epilog,
         # so this one parser's format_help is wrapped.

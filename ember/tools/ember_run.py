@@ -35,7 +35,7 @@ from xdsl.ir import Attribute
 from ember.dialects.graph import numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
 from ember.ir import parse_source
-from ember.tools import read_source, run_tool
+from ember.tools import read_source, remark_arguments, run_tool
 
 TOOL = "ember-run"
 
@@ -311,6 +311,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         prog=TOOL,
         description="Compile a function of an ember IR file to native code and "
         "run it (--interpret: the reference interpreter).",
+        parents=[remark_arguments()],
     )
     parser.add_argument("input_file", help="the .mlir file ('-' reads stdin)")
     parser.add_argument(

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from ember.ir import parse_source
-from ember.tools import read_source, run_tool
+from ember.tools import read_source, remark_arguments, run_tool
 
 TOOL = "ember-translate"
 
@@ -29,7 +29,9 @@ def _argument_parser() -> argparse.ArgumentParser:
     from ember.compiler import DEFAULT_GRAPH_PIPELINE, STAGES
 
     parser = argparse.ArgumentParser(
-        prog=TOOL, description="Print a stage of ember's CPU compiler for an IR file."
+        prog=TOOL,
+        description="Print a stage of ember's CPU compiler for an IR file.",
+        parents=[remark_arguments()],
     )
     parser.add_argument("input_file", help="the .mlir file ('-' reads stdin)")
     parser.add_argument(
