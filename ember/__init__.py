@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from xdsl.dialects.builtin import ModuleOp as _ModuleOp
+
 from ember.build import build  # eager: a lazy one would be shadowed by ember/build.py
 from ember.errors import EmberError, IRError, PassError, RuntimeFailure
 from ember.ir import parse, to_text, verify_module
@@ -25,6 +27,7 @@ __all__ = [
     "IRError",
     "PassError",
     "RuntimeFailure",
+    "VirtualMachine",
     "apply_passes",
     "bind_params",
     "build",
@@ -36,6 +39,8 @@ __all__ = [
     "nd",
     "parse",
     "register_func",
+    "script",
+    "to_dot",
     "to_text",
     "verify_module",
 ]
@@ -65,6 +70,7 @@ _RUNTIME_EXPORTS: dict[str, str] = {
     "save_params": "ember.runtime.module",
     "load_params": "ember.runtime.module",
     "GraphExecutor": "ember.runtime.graph_executor",
+    "VirtualMachine": "ember.runtime.vm",
 }
 
 
@@ -77,6 +83,23 @@ def apply_passes(
     from ember.passes.pipeline import apply_passes as _apply_passes
 
     return _apply_passes(module, pipeline, verify=verify, remarks=remarks)
+
+
+def to_dot(module: Any, **kwargs: Any) -> str:
+    """Graphviz DOT of ``module``'s graph, fused groups and pipeline stages as
+    clusters (:mod:`ember.visualize`); also ``module.to_dot()``."""
+    from ember.visualize import to_dot as _to_dot
+
+    return _to_dot(module, **kwargs)
+
+
+def _module_to_dot(self: Any, **kwargs: Any) -> str:
+    return to_dot(self, **kwargs)
+
+
+# ``module.to_dot()`` on xDSL modules: ember's one extension method on them.
+if not hasattr(_ModuleOp, "to_dot"):
+    _ModuleOp.to_dot = _module_to_dot  # type: ignore[attr-defined]
 
 
 def bind_params(module: Any, params: Any, *, entry: str = "main") -> Any:
@@ -103,7 +126,7 @@ def __getattr__(name: str) -> Any:
 
     if name == "builder":
         return importlib.import_module("ember.frontends.builder")
-    if name in ("testing", "interp", "dialects", "passes", "pipeline"):
+    if name in ("testing", "interp", "dialects", "passes", "pipeline", "script", "remarks"):
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
 

@@ -34,13 +34,18 @@ What it assumes and how it differs from Relay:
 
 from __future__ import annotations
 
+import contextlib
+import linecache
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from types import CodeType
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -60,6 +65,8 @@ __all__ = [
     "batch_flatten",
     "batch_norm",
     "bias_add",
+    "call_extern",
+    "call_kernel",
     "cast",
     "clip",
     "concatenate",
@@ -94,8 +101,46 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------
+# Source locations (for code traced by ember.script)
+# --------------------------------------------------------------------------
+
+_TRACED: ContextVar[CodeType | None] = ContextVar("ember_builder_traced", default=None)
+
+
+@contextlib.contextmanager
+def recording_locations(code: CodeType) -> Iterator[None]:
+    """Inside the block, each expression records the line of ``code`` (a
+    Python function being traced) that built it; its op gets that location,
+    so diagnostics and remarks point at the user's source."""
+    token = _TRACED.set(code)
+    try:
+        yield
+    finally:
+        _TRACED.reset(token)
+
+
+def _source_location() -> tuple[str, int, int] | None:
+    code = _TRACED.get()
+    if code is None:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    text = linecache.getline(code.co_filename, line)
+    return code.co_filename, line, len(text) - len(text.lstrip()) + 1
+
+
 class Expr:
     """A tensor-valued expression whose type is known once it is built."""
+
+    location: tuple[str, int, int] | None = None
+    """Where it was built, when a traced function built it (``ember.script``)."""
+    name: str | None = None
+    """The name its value gets in the IR (``%lv0``), when one was given."""
 
     # Make numpy defer to our reflected operators: ``array + expr`` must build
     # an ``add``, not an object array of per-element expressions.
@@ -183,6 +228,7 @@ class Constant(Expr):
         value.flags.writeable = False
         self.value = value
         self._type = graph.tensor_type(value.shape, value.dtype)
+        self.location = _source_location()
 
     @property
     def type(self) -> TensorType:
@@ -210,6 +256,7 @@ class Call(Expr):
         self.args = tuple(args)
         self.attrs = dict(attrs)
         self._type = result_type
+        self.location = _source_location()
 
     @property
     def type(self) -> TensorType:
@@ -217,6 +264,26 @@ class Call(Expr):
 
     def __repr__(self) -> str:
         return f"{self.op.name}(…) : {graph.type_str(self._type)}"
+
+
+class CallOut(Expr):
+    """A call of a kernel (``graph.call_kernel``, Relax's ``call_tir``) or of
+    a registered function (``graph.call_extern``, ``call_dps_packed``): the
+    callee is named, its result type given by the caller (``out_sinfo``)."""
+
+    def __init__(self, op: str, callee: str, args: Sequence[Expr], result_type: TensorType):
+        self.op = op
+        self.callee = callee
+        self.args = tuple(args)
+        self._type = result_type
+        self.location = _source_location()
+
+    @property
+    def type(self) -> TensorType:
+        return self._type
+
+    def __repr__(self) -> str:
+        return f"{self.op} {self.callee}(…) : {graph.type_str(self._type)}"
 
 
 # --------------------------------------------------------------------------
@@ -804,6 +871,54 @@ def cast(x: Expr, dtype: Any) -> Call:
 # --------------------------------------------------------------------------
 
 
+def _call_out(
+    op: str, callee: Any, args: Sequence[Any], out: Any, what: str
+) -> CallOut:
+    if not isinstance(callee, str) or not callee:
+        raise IRError(f"{op}: {what} must be a non-empty name, got {callee!r}")
+    if isinstance(args, Expr) or not isinstance(args, (list, tuple)):
+        raise IRError(f"{op} {callee}: args must be a tuple of expressions, e.g. (x, w)")
+    exprs = []
+    for i, a in enumerate(args):
+        e = _as_expr(a)
+        if isinstance(e, Var) and not e.has_type:
+            raise IRError(f"{op} {callee}: argument {i}: {_untyped_message(e)}")
+        exprs.append(e)
+    if isinstance(out, TensorType):
+        result = out
+    elif isinstance(out, tuple) and len(out) == 2 and not isinstance(out[0], int):
+        result = graph.tensor_type(out[0], out[1])  # (shape, dtype)
+    elif hasattr(out, "type") and isinstance(out.type, TensorType):
+        result = out.type  # ember.script.Tensor
+    else:
+        raise IRError(
+            f"{op} {callee}: out must be the result type: a TensorType, "
+            f"(shape, dtype) or T.Tensor(shape, dtype), got {out!r}"
+        )
+    return CallOut(op, callee, exprs, result)
+
+
+def call_kernel(kernel: Any, args: Sequence[Any], out: Any) -> CallOut:
+    """``graph.call_kernel @kernel(args)`` (Relax's ``call_tir``): a kernel of
+    the same module, by name (or anything with a ``.name``, such as a
+    ``FuncOp``'s ``sym_name`` or an ember-script kernel), whose result type is
+    ``out``: a ``TensorType``, ``(shape, dtype)`` or ``T.Tensor``.  The module
+    verifier checks the kernel's buffers against the call."""
+    name = kernel
+    if isinstance(kernel, FuncOp):
+        name = kernel.sym_name.data
+    elif not isinstance(kernel, str) and hasattr(kernel, "name"):
+        name = kernel.name
+    return _call_out("graph.call_kernel", name, args, out, "the kernel")
+
+
+def call_extern(function: str, args: Sequence[Any], out: Any) -> CallOut:
+    """``graph.call_extern "function"(args)`` (Relax's ``call_dps_packed``):
+    a function of the packed-function registry (``ember.register_func``),
+    looked up when the module is built; ``out`` as for :func:`call_kernel`."""
+    return _call_out("graph.call_extern", function, args, out, "the function name")
+
+
 def function(
     outputs: Expr | Sequence[Expr],
     params: Sequence[Var] | None = None,
@@ -857,7 +972,7 @@ def _post_order(roots: Sequence[Expr]) -> list[Expr]:
             continue
         seen.add(id(e))
         stack.append((e, True))
-        if isinstance(e, Call):
+        if isinstance(e, (Call, CallOut)):
             stack.extend((a, False) for a in reversed(e.args) if id(a) not in seen)
     return order
 
@@ -890,8 +1005,17 @@ def _materialize(e: Expr, values: Mapping[Expr, SSAValue], block: Block) -> SSAV
         op: Operation = graph.ConstantOp.from_array(e.value)
     elif isinstance(e, Call):
         op = e.op.build([values[a] for a in e.args], e.type, **e.attrs)
+    elif isinstance(e, CallOut) and e.op == "graph.call_kernel":
+        op = graph.CallKernelOp(e.callee, [values[a] for a in e.args], [e.type])
+    elif isinstance(e, CallOut):
+        op = graph.CallExternOp(e.callee, [values[a] for a in e.args], [e.type])
     else:  # an unlisted Var is rejected by _arguments before we get here
         raise IRError(f"unexpected expression {e!r}")
+    if e.name is not None and _NAME.fullmatch(e.name) and not _UNIQUING_SUFFIX.search(e.name):
+        op.results[0].name_hint = e.name
+    if e.location is not None:
+        file, line, column = e.location
+        op.location = FileLineColLoc(StringAttr(file), IntAttr(line), IntAttr(column))
     block.add_op(op)
     return op.results[0]
 

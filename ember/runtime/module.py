@@ -331,15 +331,22 @@ class Module(ABC):
         """
         write_artifact(self, Path(path))
 
-    def __getitem__(self, name: str) -> Callable[[Device], GraphExecutor]:
-        """``lib["default"](dev)``: TVM's way to make a graph executor."""
-        if name != "default":
-            raise RuntimeFailure(
-                f"module has no factory {name!r}; use lib['default'](dev)"
-            )
-        from ember.runtime.graph_executor import GraphExecutor
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        """``lib["default"](dev)``: TVM's way to make a graph executor;
+        ``lib["main"](x, …)``: call the entry function on the host, VM-style
+        (:class:`~ember.runtime.vm.VirtualMachine`)."""
+        if name == "default":
+            from ember.runtime.graph_executor import GraphExecutor
 
-        return lambda device: GraphExecutor(self, device)
+            return lambda device: GraphExecutor(self, device)
+        if name == self.entry_name:
+            from ember.runtime.vm import VirtualMachine
+
+            return VirtualMachine(self)[name]
+        raise RuntimeFailure(
+            f"module has no function {name!r}: call lib[{self.entry_name!r}](...) "
+            "or make a graph executor with lib['default'](dev)"
+        )
 
 
 # --------------------------------------------------------------------------

@@ -19,6 +19,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from xdsl.dialects.builtin import ModuleOp
+
+from ember.compiler import CompileOptions
 from ember.ir import parse_source
 from ember.tools import read_source, remark_arguments, run_tool
 
@@ -35,7 +38,11 @@ def _argument_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("input_file", help="the .mlir file ('-' reads stdin)")
     parser.add_argument(
-        "--emit", required=True, choices=STAGES, help="the stage to print"
+        "--emit",
+        required=True,
+        choices=(*STAGES, "dot"),
+        help="the stage to print; dot: a Graphviz picture of the graph stage "
+        "(fused groups and pipeline stages as clusters)",
     )
     parser.add_argument(
         "--entry", default="main", help="function to compile (default: main)"
@@ -50,19 +57,34 @@ def _argument_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from ember.compiler import CompileOptions, lower_to_stage
+    from ember.compiler import lower_to_stage
 
     args = _argument_parser().parse_args(argv)
     text, name = read_source(args.input_file)
     module = parse_source(text, name).module
     options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline)
-    result = lower_to_stage(module, args.emit, options=options)
+    if args.emit == "dot":
+        result = _dot(module, options)
+    else:
+        result = lower_to_stage(module, args.emit, options=options)
     if args.output:
         with open(args.output, "w") as out:
             out.write(result)
     else:
         sys.stdout.write(result if result.endswith("\n") else result + "\n")
     return 0
+
+
+def _dot(module: ModuleOp, options: CompileOptions) -> str:
+    """The graph stage as DOT; a pipeline file is drawn as written."""
+    from ember.compiler import to_graph
+    from ember.runtime.module import find_function
+    from ember.visualize import to_dot
+
+    if any(op.name == "pipeline.graph" for op in module.ops):
+        return to_dot(module)
+    find_function(module, options.entry)
+    return to_dot(to_graph(module, None, options))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
