@@ -82,10 +82,28 @@ def build(
     backend = backend_for(target_name)
     signature = signature_of(ir, entry)
     bound = _bind_params(signature, params)
+    sites = _extern_sites(ir)
     if libs:
         ir, bound = _offload(ir, entry, bound, libs), {}
         signature = signature_of(ir, entry)
-    return backend.compile(ir.clone(), signature, bound)
+    lib = backend.compile(ir.clone(), signature, bound)
+    if sites:
+        lib.extern_sites = sites
+    return lib
+
+
+def _extern_sites(ir: ModuleOp) -> dict[str, str]:
+    """``file:line:col`` of the first ``graph.call_extern`` of each function
+    name whose op has a source location (parsed text, ember.script)."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    sites: dict[str, str] = {}
+    for op in ir.walk():
+        if op.name == "graph.call_extern" and isinstance(op.location, FileLineColLoc):
+            name = op.attributes["function"].data  # type: ignore[union-attr]
+            loc = op.location
+            sites.setdefault(name, f"{loc.filename.data}:{loc.line.data}:{loc.column.data}")
+    return sites
 
 
 def parse_target(target: str) -> tuple[str, tuple[str, ...]]:

@@ -342,6 +342,21 @@ def test_call_extern_overrides_a_kernel_with_a_registered_function() -> None:
         ember.remove_global_func("test_script.relu")
 
 
+def test_unknown_extern_names_the_line_that_calls_it() -> None:
+    @T.module
+    class Unknown:
+        @T.function
+        def main(x: T.Tensor((4,), "float32")):
+            return T.call_extern("test_script.nowhere", (x,), out=T.Tensor((4,), "float32"))
+
+    lib = ember.build(Unknown, target="llvm")
+    with pytest.raises(ember.EmberError) as caught:
+        lib["main"](np.zeros(4, "float32"))
+    line = _line_of('return T.call_extern("test_script.nowhere"')
+    assert f"{HERE}:{line}:13: " in str(caught.value)
+    assert "test_script.nowhere" in str(caught.value)
+
+
 def test_builder_call_kernel_and_call_extern() -> None:
     x = nn.var("x", (1, 128))
     y = nn.call_kernel("relu0", (x,), out=((1, 128), "float32"))

@@ -225,6 +225,9 @@ class Module(ABC):
     """The target name this backend is registered under (``"interp"``)."""
     device_kinds: ClassVar[tuple[str, ...]] = ("cpu",)
     """Device kinds whose memory :meth:`run` reads and writes."""
+    extern_sites: Mapping[str, str] = MappingProxyType({})
+    """Where the source calls each external function (``file:line:col``),
+    named when one is not registered; set by ``ember.build``."""
     remarks: tuple[Any, ...] = ()
     """The optimization remarks of the build that made this module
     (``ember.build(..., remarks=True)``; :class:`ember.remarks.Remark`)."""
@@ -274,7 +277,9 @@ class Module(ABC):
     def resolve_externs(self, where: str | None = None) -> None:
         """Fail now, naming every missing one, unless all externs are registered."""
         check_registered(
-            self._extern_funcs, where or f"module @{self.entry_name} ({self.target})"
+            self._extern_funcs,
+            where or f"module @{self.entry_name} ({self.target})",
+            self.extern_sites,
         )
 
     def __repr__(self) -> str:

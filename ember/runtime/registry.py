@@ -34,7 +34,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -167,11 +167,14 @@ def remove_global_func(name: str) -> None:
     raise UnknownFunctionError(_unknown_message(name))
 
 
-def check_registered(names: Sequence[str], where: str) -> None:
+def check_registered(
+    names: Sequence[str], where: str, sites: Mapping[str, str] | None = None
+) -> None:
     """Fail unless every name in ``names`` is registered; ``where`` says who asked.
 
-    Lists all missing names at once, each with its suggestions, so a user
-    fixing a model does not discover them one run at a time.
+    Lists all missing names at once, each with its suggestions (and, from
+    ``sites``, where the program calls it), so a user fixing a model does not
+    discover them one run at a time.
     """
     missing = [
         name
@@ -180,7 +183,11 @@ def check_registered(names: Sequence[str], where: str) -> None:
     ]
     if not missing:
         return
-    details = "\n".join(f"  {_unknown_message(name)}" for name in missing)
+    sites = sites or {}
+    details = "\n".join(
+        f"  {sites[name]}: {_unknown_message(name)}" if name in sites else f"  {_unknown_message(name)}"
+        for name in missing
+    )
     raise UnknownFunctionError(
         f"{where} calls external functions that are not registered:\n{details}"
     )
