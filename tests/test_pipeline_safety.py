@@ -227,36 +227,48 @@ def _try(call, errors: list[PipelineError]) -> None:
 
 
 CTRL_C_SCRIPT = f"""
-import os, signal, sys, threading, time
+import os, signal, sys, threading
 import numpy as np, ember
 from ember.pipeline import PipelineModule, build, split_graph
 
 forever = sys.argv[1] == "stage-never-returns"
-release = threading.Event()
 
 @ember.register_func("test_pipeline_safety.stage")
 def stage(x, out):
-    if np.from_dlpack(x)[0] < 0:
-        if forever:
-            threading.Event().wait()
-        release.wait(0.3)
+    if np.from_dlpack(x)[0] < 0:  # a slow input: Ctrl-C comes while it runs
+        threading.Event().wait(None if forever else 0.3)
     np.copyto(np.from_dlpack(out), np.from_dlpack(x))
 
 lib = build(split_graph(ember.parse({CHAIN!r}), ["relu"], [0], target="interp"))
-pipe = PipelineModule(lib)
-pipe.set_input("x", np.ones(4, np.float32))
-pipe.run()
-pipe.get_output()  # warm: the next stage run starts at once
-pipe.set_input("x", np.full(4, -1, np.float32))
-pipe.run()
-threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+ones, slow = np.ones(4, np.float32), np.full(4, -1, np.float32)
+
+def interrupted(wait):
+    pipe = PipelineModule(lib, max_in_flight=2)
+    pipe.set_input("x", ones)
+    pipe.run()
+    pipe.get_output()  # warm: the next stage run starts at once
+    pipe.set_input("x", slow)
+    threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+    try:
+        wait(pipe)
+    except KeyboardInterrupt:
+        left = [t.name for t in threading.enumerate() if t.name.startswith("ember-pipeline-")]
+        return f"closed: {{pipe.closed}} threads left: {{left}}"
+    return "not interrupted"
+
 if forever:
+    pipe = PipelineModule(lib)
+    pipe.set_input("x", slow)
+    pipe.run()
+    threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
     pipe.get_output()  # Ctrl-C goes up uncaught: the interpreter must still exit
-try:
-    pipe.get_output()
-except KeyboardInterrupt:
-    left = [t.name for t in threading.enumerate() if t.name.startswith("ember-pipeline-")]
-    print("closed:", pipe.closed, "threads left:", left)
+    print("not interrupted")
+for name, wait in [
+    ("get_output", lambda pipe: (pipe.run(), pipe.get_output())),
+    ("run", lambda pipe: (pipe.run(), pipe.run(), pipe.run(block=True))),
+    ("map", lambda pipe: list(pipe.map([slow, ones]))),
+]:
+    print(name, interrupted(wait))
 """
 
 
@@ -275,13 +287,17 @@ def _run_script(mode: str) -> subprocess.CompletedProcess[str]:
 def test_ctrl_c_while_waiting_closes_the_executor_and_leaves_no_thread():
     done = _run_script("stage-returns")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "closed: True threads left: []"
+    assert done.stdout.splitlines() == [
+        f"{waiting_in} closed: True threads left: []"
+        for waiting_in in ("get_output", "run", "map")
+    ]
 
 
 def test_ctrl_c_with_a_stage_that_never_returns_still_exits():
     done = _run_script("stage-never-returns")
     assert done.returncode != 0
     assert done.stderr.strip().endswith("KeyboardInterrupt"), done.stderr
+    assert "not interrupted" not in done.stdout
 
 
 def test_timeouts_must_be_seconds(externs):
