@@ -14,7 +14,8 @@ The user-facing side of ``ember.dialects.pipeline`` (TVM's
   returns is exported with ``export_library(dir)`` and read back with
   :func:`load_library` / ``PipelineModule.load_library(path)``;
 * :class:`PipelineExecutor` (alias :class:`PipelineModule`) — run it, one
-  worker per stage, with ``set_input`` / ``run`` / ``get_output``;
+  worker per stage, with ``set_input`` / ``run`` / ``get_output``, or
+  ``map(inputs)`` / ``submit(...)`` (a future);
   :func:`run_pipeline_file` is the same from a file, for ``ember-run``.
 """
 
@@ -37,7 +38,9 @@ from ember.pipeline.config import (
 )
 from ember.pipeline.executor import (
     PipelineClosedError,
+    PipelineEmpty,
     PipelineExecutor,
+    PipelineFull,
     PipelineModule,
     PipelineRun,
     PipelineTimeout,
@@ -52,8 +55,10 @@ __all__ = [
     "PipelineClosedError",
     "PipelineConfig",
     "PipelineConfigError",
+    "PipelineEmpty",
     "PipelineError",
     "PipelineExecutor",
+    "PipelineFull",
     "PipelineLibrary",
     "PipelineModule",
     "PipelineRun",

@@ -20,10 +20,15 @@ dropped after its last consumer); results leave the last stage in input
 order, and ``get_output`` returns them in that order, none lost.
 
 Memory is bounded: at most ``max_in_flight`` inputs may be submitted and
-not yet read by ``get_output``; a ``run()`` beyond that waits (up to its
-``timeout``) for a ``get_output``, so a fast producer cannot grow memory
-without bound.  Queues between stages hold at most ``capacity`` items
-each, which bounds the intermediate activations further.
+not yet read.  A ``run()`` beyond that raises :class:`PipelineFull` at once
+when only the caller could make room (a single thread that submits and
+never reads would otherwise wait forever); with ``timeout=`` it waits that
+long for another thread's ``get_output`` (then :class:`PipelineTimeout`),
+with ``block=True`` as long as it takes.  Inputs handed out as futures
+(``submit``) free their room by themselves, so a submit waits for them.
+Queues between stages hold at most ``capacity`` items each, which bounds
+the intermediate activations further.  ``map(inputs)`` streams an iterable
+through in one thread, keeping a window of inputs in flight.
 
 ``run(sync=True)`` is the sequential mode, the correctness baseline: it
 runs the stages one after another in the calling thread before returning;
@@ -34,7 +39,14 @@ Errors
 An exception in a stage becomes a :class:`StageError` that names the stage,
 its device and the input index; it travels down the pipeline in place of
 that input's values (later stages skip it) and ``get_output`` raises it at
-that input's turn.  The executor keeps going with the next inputs.
+that input's turn.  The executor keeps going with the next inputs.  A
+``KeyboardInterrupt`` or ``SystemExit`` in a stage (or anything that breaks
+a worker itself) stops the pipeline instead: the :class:`StageError` that
+names the stage wakes every waiter (``get_output``, ``run``, ``map``,
+futures) and every later call raises it.  Calling the executor from inside
+one of its own stages (an extern function, a future's callback) raises at
+once: it would wait for itself.  A ``KeyboardInterrupt`` while the caller
+waits (Ctrl-C) closes the executor and is re-raised.
 ``get_output(timeout=…)`` raises :class:`PipelineTimeout` when no result
 arrives in time.  ``close()`` (or leaving a ``with`` block) stops the
 workers: pending inputs are dropped, threads are joined with a timeout and,
@@ -58,16 +70,20 @@ CPU.
 from __future__ import annotations
 
 import difflib
+import functools
+import itertools
 import os
 import queue
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 import numpy as np
 
@@ -87,7 +103,9 @@ from ember.runtime.ndarray import array as nd_array
 
 __all__ = [
     "PipelineClosedError",
+    "PipelineEmpty",
     "PipelineExecutor",
+    "PipelineFull",
     "PipelineModule",
     "PipelineRun",
     "PipelineTimeout",
@@ -110,14 +128,20 @@ DEFAULT_CLOSE_TIMEOUT = 5.0
 class StageError(PipelineError):
     """A stage raised while running one input; ``get_output`` raises it at that input's turn."""
 
-    def __init__(self, stage: BuiltStage, index: int, cause: BaseException) -> None:
+    def __init__(
+        self, stage: BuiltStage, index: int | None, cause: BaseException
+    ) -> None:
         # ember's own errors already say what failed; others need their type.
         detail = (
             str(cause)
             if isinstance(cause, EmberError)
-            else f"{type(cause).__name__}: {cause}"
+            else f"{type(cause).__name__}: {cause}".removesuffix(": ")
         )
-        super().__init__(f"{stage.describe()} failed on input #{index}: {detail}")
+        where = "" if index is None else f" on input #{index}"
+        message = f"{stage.describe()} failed{where}: {detail}"
+        if not isinstance(cause, Exception):
+            message += "; the pipeline stopped (create a new executor)"
+        super().__init__(message)
         self.stage = stage.name
         self.device = stage.device
         self.index = index
@@ -126,6 +150,15 @@ class StageError(PipelineError):
 
 class PipelineTimeout(PipelineError, TimeoutError):
     """Nothing arrived (``get_output``) or no room freed up (``run``) in time."""
+
+
+class PipelineFull(PipelineError):
+    """``run()``/``submit()`` with no ``timeout`` on a pipeline that only the
+    caller's own ``get_output`` could make room in."""
+
+
+class PipelineEmpty(PipelineError):
+    """``get_output()`` with no ``timeout`` and no input pending."""
 
 
 class PipelineClosedError(PipelineError):
@@ -227,25 +260,54 @@ def _plans(lib: PipelineLibrary) -> list[_StagePlan]:
 # --------------------------------------------------------------------------
 
 
+_WAKE = object()
+"""Token put in the results queue to wake a waiting ``get_output`` after a
+failure or ``close``: it finds the reason on the executor."""
+
+_current = threading.local()
+"""Per thread: ``workers``, the :class:`_Workers` whose stage this thread runs
+(a worker thread for its whole life; the caller during ``run(sync=True)``)
+and ``stage``, that stage.  A call back into that executor from there would
+wait for itself."""
+
+
 class _Workers:
-    """The stage threads and the queues between them."""
+    """The stage threads, the queues between them, and what they share with
+    the executor: the count of unread inputs, the futures, a fatal failure."""
 
     def __init__(
-        self, plans: Sequence[_StagePlan], capacity: int, cores: Sequence[int | None]
+        self,
+        plans: Sequence[_StagePlan],
+        capacity: int,
+        cores: Sequence[int | None],
+        output_keys: Sequence[Key],
+        name: str,
     ) -> None:
         self.plans = plans
-        # queues[s] feeds stage s; the last one holds results, bounded by
-        # max_in_flight (the executor's slots) rather than by a maxsize, so
-        # that the last stage never blocks on a slow reader.
-        self.queues: list[queue.Queue[Any]] = [
-            queue.Queue(maxsize=capacity) for _ in plans
-        ]
+        # queues[s] feeds stage s.  queues[0] takes what run() submits: it is
+        # bounded by max_in_flight (the unread count below) rather than by a
+        # maxsize, so that run() waits only for a reader, never for a stage.
+        # The queues between stages hold `capacity` items.  The last one holds
+        # results, bounded by max_in_flight too, so that the last stage never
+        # blocks on a slow reader.
+        self.queues: list[queue.Queue[Any]] = [queue.Queue()]
+        self.queues += [queue.Queue(maxsize=capacity) for _ in plans[1:]]
         self.results: queue.Queue[Any] = queue.Queue()
         self.queues.append(self.results)
+        self.output_keys = output_keys
         self.cores = cores
+        self.name = name
         self.stopping = threading.Event()
         self.position: list[int | None] = [None] * len(plans)
         self.threads: list[threading.Thread] = []
+        # Guarded by `room`, which run() waits on for room to submit:
+        self.room = threading.Condition()
+        self.unread = 0
+        """Inputs submitted and not yet handed out (by get_output or a future)."""
+        self.futures: dict[int, Future[list[NDArray]]] = {}
+        """The unresolved futures of submit(), by input index."""
+        self.failure: StageError | None = None
+        """What stopped the pipeline (a stage's KeyboardInterrupt, SystemExit…)."""
 
     def start(self) -> None:
         for s, plan in enumerate(self.plans):
@@ -259,18 +321,71 @@ class _Workers:
             self.threads.append(thread)
 
     def _work(self, s: int) -> None:
-        plan, inbox, outbox = self.plans[s], self.queues[s], self.queues[s + 1]
-        self._pin(s)
-        while True:
-            item = inbox.get()
-            if item is _STOP:
-                outbox.put(_STOP)
-                return
-            if item.error is None and not self.stopping.is_set():
-                self.position[s] = item.index
-                plan.run(item)
-                self.position[s] = None
-            outbox.put(item)
+        plan, inbox = self.plans[s], self.queues[s]
+        _current.workers, _current.stage = self, plan.stage
+        try:
+            self._pin(s)
+            while True:
+                item = inbox.get()
+                if item is _STOP:
+                    self._forward(s, _STOP)
+                    return
+                if item.error is None and not self.stopping.is_set():
+                    self.position[s] = item.index
+                    plan.run(item)  # an Exception becomes this item's error
+                    self.position[s] = None
+                self._forward(s, item)
+        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt, SystemExit: the pipeline stops
+            self.fail(StageError(plan.stage, self.position[s], e))
+            # Keep taking items, so that no stage upstream waits for room here.
+            while inbox.get() is not _STOP:
+                pass
+            self._forward(s, _STOP)
+
+    def _forward(self, s: int, item: Any) -> None:
+        if s + 1 < len(self.plans):
+            self.queues[s + 1].put(item)
+        else:
+            self.deliver(item)
+
+    def deliver(self, item: Any) -> None:
+        """Hand a finished input to its future, or to ``get_output``'s queue."""
+        future = None
+        if item is not _STOP:
+            with self.room:
+                future = self.futures.pop(item.index, None)
+                if future is not None:
+                    self.unread -= 1
+                    self.room.notify_all()
+        if future is None:
+            self.results.put(item)
+        elif item.error is not None:
+            future.set_exception(item.error)
+        else:
+            # Callbacks run here, in the last stage's worker thread.
+            future.set_result([item.values[key] for key in self.output_keys])
+
+    def fail(self, error: StageError) -> None:
+        """The pipeline stopped: every waiter, now and later, gets ``error``."""
+        with self.room:
+            if self.failure is None:
+                self.failure = error
+        self.abandon(self.failure or error)
+
+    def abandon(self, error: PipelineError) -> None:
+        """Wake every waiter; pending futures get ``error``; workers skip the rest.
+
+        Futures are resolved before ``stopping`` is set, so that an input
+        skipped because of it never reaches a future.
+        """
+        with self.room:
+            futures = list(self.futures.values())
+            self.futures.clear()
+            self.room.notify_all()
+        self.stopping.set()
+        self.results.put(_WAKE)
+        for future in futures:
+            future.set_exception(error)
 
     def _pin(self, s: int) -> None:
         core = self.cores[s]
@@ -296,19 +411,20 @@ class _Workers:
 
     def shutdown(self, timeout: float) -> bool:
         """Stop every worker; True when all have exited within ``timeout``."""
-        self.stopping.set()
+        self.abandon(
+            PipelineClosedError(
+                f"pipeline @{self.name}: the executor was closed before this input finished"
+            )
+        )
         deadline = time.monotonic() + timeout
-        if self.threads:
-            try:
-                # Workers skip work once stopping, so the first queue drains.
-                self.queues[0].put(_STOP, timeout=max(timeout, 0.0))
-            except queue.Full:
-                return False
-        for thread in self.threads:
+        # Workers skip work once stopping, so the queues drain to _STOP.
+        self.queues[0].put(_STOP)
+        # A finalizer may run in a worker thread: it cannot wait for itself.
+        others = [t for t in self.threads if t is not threading.current_thread()]
+        for thread in others:
             thread.join(max(deadline - time.monotonic(), 0.0))
-        if not self.threads:
-            self.results.put(_STOP)
-        return not any(thread.is_alive() for thread in self.threads)
+        self.results.put(_STOP)  # wakes a reader even if a stage never returns
+        return not any(thread.is_alive() for thread in others)
 
 
 # Kernels' parallel loops read one process-wide thread count; pinned stages
@@ -352,6 +468,27 @@ def _shutdown(workers: _Workers, pinned: list[bool], timeout: float) -> bool:
 # The executor
 # --------------------------------------------------------------------------
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _closes_on_interrupt(
+    method: Callable[Concatenate[PipelineExecutor, _P], _R],
+) -> Callable[Concatenate[PipelineExecutor, _P], _R]:
+    """Ctrl-C while the caller is in ``method`` closes the executor (workers
+    stopped, joined with a bound), then goes on up: no thread is left
+    waiting for inputs that will never come, nothing hangs at exit."""
+
+    @functools.wraps(method)
+    def guarded(self: PipelineExecutor, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except (KeyboardInterrupt, SystemExit):
+            self._interrupted()
+            raise
+
+    return guarded
+
 
 @dataclass(frozen=True)
 class ThroughputResult:
@@ -381,9 +518,9 @@ class PipelineExecutor:
 
     ``PipelineExecutor(lib)`` takes what ``ember.pipeline.build`` or
     ``load_library`` returns.  ``capacity``: items per queue between stages;
-    ``max_in_flight``: inputs submitted and not yet read before ``run()``
-    waits; ``pin_cores``: see the module docstring (None: pin when stages
-    use more than one CPU device).
+    ``max_in_flight``: inputs submitted and not yet read before the pipeline
+    is full (see ``run``); ``pin_cores``: see the module docstring (None: pin
+    when stages use more than one CPU device).
     """
 
     def __init__(
@@ -413,19 +550,22 @@ class PipelineExecutor:
         self._input_specs = {spec.name: spec for spec in library.inputs}
         self._output_keys = [_key(source) for source in library.outputs]
         self._max_in_flight = max_in_flight
+        self._capacity = capacity
         self._staged: dict[str, NDArray] = {}
         self._next_in = 0  # index of the next input run() submits
-        self._next_out = 0  # index of the next result get_output returns
+        self._reads: deque[int] = deque()  # inputs get_output returns, in order
         self._peak_in_flight = 0
         self._reserving = 0  # slots taken by run() calls not yet submitted
         self._ready: dict[int, _Item] = {}
-        self._slots = threading.Condition()
         self._submit_lock = threading.Lock()
         self._output_lock = threading.Lock()
         self._closed = False
         self._pinned = [False]
         cores = self._cores(pin_cores)
-        self._workers = _Workers(self._plans, capacity, cores)
+        self._workers = _Workers(
+            self._plans, capacity, cores, self._output_keys, library.name
+        )
+        self._slots = self._workers.room
         self._started = False
         self._finalizer = weakref.finalize(
             self, _shutdown, self._workers, self._pinned, 1.0
@@ -487,8 +627,8 @@ class PipelineExecutor:
 
     @property
     def in_flight(self) -> int:
-        """Inputs submitted and not yet returned by ``get_output``."""
-        return self._next_in - self._next_out
+        """Inputs submitted and not yet returned by ``get_output`` (or their future)."""
+        return self._workers.unread
 
     @property
     def peak_in_flight(self) -> int:
@@ -514,7 +654,7 @@ class PipelineExecutor:
         The value is copied: changing the caller's array later does not
         change an input already queued.  Shape and dtype must be the input's.
         """
-        self._check_open()
+        self._check_open("set_input()")
         updates: list[tuple[str, Any]] = []
         if key is not None:
             if value is None:
@@ -574,77 +714,253 @@ class PipelineExecutor:
 
     # -- running -----------------------------------------------------------
 
-    def run(self, sync: bool = False, timeout: float | None = None) -> int:
+    @_closes_on_interrupt
+    def run(
+        self, sync: bool = False, timeout: float | None = None, *, block: bool = False
+    ) -> int:
         """Submit the inputs set so far; return this input's index.
 
-        Pipelined (default): the input is queued and ``run`` returns at once,
-        unless ``max_in_flight`` inputs are unread or the first stage's queue
-        is full — then it waits, up to ``timeout`` seconds, and raises
-        :class:`PipelineTimeout`.  ``sync=True``: the stages run one after
-        another in this thread before ``run`` returns (the baseline).
-        Either way ``get_output`` returns the result, in input order.
+        Pipelined (default): the input is queued and ``run`` returns at once.
+        When ``max_in_flight`` inputs are unread the pipeline is full: with
+        no ``timeout`` ``run`` raises :class:`PipelineFull` at once (only a
+        ``get_output`` makes room, and this thread is the one that would
+        call it); with ``timeout=`` it waits that long for another thread to
+        read, then raises :class:`PipelineTimeout`; ``block=True`` waits as
+        long as it takes.  ``sync=True``: the stages run one after another
+        in this thread before ``run`` returns (the baseline).  Either way
+        ``get_output`` returns the result, in input order.
         """
-        self._check_open()
+        self._check_open("run()")
         missing = [name for name in self._input_specs if name not in self._staged]
         if missing:
             raise PipelineError(
                 f"run(): input(s) not set: {', '.join(missing)}; call set_input(name, array) first"
             )
-        deadline = None if timeout is None else time.monotonic() + timeout
-        self._take_slot(deadline)
-        values: dict[Key, NDArray] = {(-1, n): a for n, a in self._staged.items()}
+        return self._enqueue(
+            dict(self._staged), "run()", timeout, block=block, sync=sync
+        )
+
+    @_closes_on_interrupt
+    def submit(
+        self,
+        inputs: Any = None,
+        /,
+        *,
+        timeout: float | None = None,
+        block: bool = False,
+        **named: Any,
+    ) -> Future[list[NDArray]]:
+        """Submit one input; return a :class:`concurrent.futures.Future` of its outputs.
+
+        ``inputs``: a dict by input name, a tuple by position, or the array
+        of a one-input pipeline (keywords work too); inputs not given are the
+        ones ``set_input`` set, and ``set_input``'s are left alone.  The
+        future's result is what ``get_output`` would return (its exception a
+        :class:`StageError`); ``get_output`` does not return it.  When the
+        pipeline is full, ``submit`` waits for earlier futures, which free
+        their room by themselves; if every unread input waits for
+        ``get_output`` it raises :class:`PipelineFull` like ``run``.
+        Callbacks run in the last stage's worker thread and must not call
+        this executor.
+        """
+        self._check_open("submit()")
+        staged = self._with_inputs(inputs, named, "submit()")
+        future: Future[list[NDArray]] = Future()
+        future.set_running_or_notify_cancel()  # it cannot be cancelled once queued
+        self._enqueue(staged, "submit()", timeout, block=block, future=future)
+        return future
+
+    def map(
+        self, inputs: Iterable[Any], *, window: int | None = None
+    ) -> Iterator[list[NDArray]]:
+        """Stream ``inputs`` through; yield each one's outputs, in order.
+
+        ``for outputs in pipe.map(inputs)``: one thread submits and reads,
+        keeping at most ``window`` inputs in flight (default: enough to keep
+        every stage and queue busy, at most ``max_in_flight``), so memory
+        stays bounded however long ``inputs`` is; it is consumed lazily.
+        Each element is what ``submit`` takes (a dict, a tuple, or the array
+        of a one-input pipeline).  A :class:`StageError` is raised at its
+        input's turn and ends the iteration.  ``map`` needs the executor to
+        itself: no ``run()`` input pending, no other thread calling ``run``.
+        """
+        self._check_open("map()")
+        default = len(self._plans) * (self._capacity + 1) + 1
+        window = min(default, self._max_in_flight) if window is None else window
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int)
+            or not 1 <= window <= self._max_in_flight
+        ):
+            raise PipelineError(
+                f"map(): window must be an integer from 1 to max_in_flight "
+                f"({self._max_in_flight}), got {window!r}"
+            )
+        if self._reads:
+            raise PipelineError(
+                f"map(): {len(self._reads)} input(s) submitted with run() are unread; "
+                "read them with get_output() first"
+            )
+        return self._stream(iter(inputs), window)
+
+    def _stream(self, inputs: Iterator[Any], window: int) -> Iterator[list[NDArray]]:
+        pending: deque[int] = deque()
+        try:
+            for one in inputs:
+                staged = self._with_inputs(one, {}, "map()")
+                pending.append(self._enqueue(staged, "map()", None))
+                if len(pending) == window:
+                    yield self._read_own(pending)
+            while pending:
+                yield self._read_own(pending)
+        except (KeyboardInterrupt, SystemExit):
+            self._interrupted()
+            raise
+        finally:
+            # Left early (break, an error): read what is still in flight, so
+            # that the next get_output does not return it.
+            while pending and not self._closed and self._workers.failure is None:
+                try:
+                    self._read_own(pending)
+                except StageError:
+                    pass
+
+    def _read_own(self, pending: deque[int]) -> list[NDArray]:
+        """``map``'s next result: the input it submitted first."""
+        expected = pending.popleft()
+        item = self._read("map()", None, block=False)
+        if item.index != expected:
+            raise PipelineError(
+                f"map(): got input #{item.index} where #{expected} was due: another "
+                "thread called run() while map() streamed; map() needs the executor to itself"
+            )
+        return self._outputs(item)
+
+    def _with_inputs(
+        self, inputs: Any, named: Mapping[str, Any], what: str
+    ) -> dict[str, NDArray]:
+        """The staged inputs with ``inputs`` and ``named`` (checked, copied) on top."""
+        given: list[tuple[str | int, Any]] = []
+        if isinstance(inputs, Mapping):
+            given += inputs.items()
+        elif isinstance(inputs, tuple):
+            if len(inputs) != self.num_inputs:
+                raise PipelineError(
+                    f"{what}: a tuple gives the inputs by position: expected "
+                    f"{self.num_inputs} ({self._describe_inputs()}), got {len(inputs)}"
+                )
+            given += enumerate(inputs)
+        elif inputs is not None:
+            if self.num_inputs != 1:
+                raise PipelineError(
+                    f"{what}: pipeline @{self._lib.name} has {self.num_inputs} inputs "
+                    f"({self._describe_inputs()}); give a dict by name or a tuple by position"
+                )
+            given.append((0, inputs))
+        given += named.items()
+        staged = dict(self._staged)
+        for key, value in given:
+            name = self._input_name(key)
+            staged[name] = nd_array(self._checked(name, value))
+        missing = [name for name in self._input_specs if name not in staged]
+        if missing:
+            raise PipelineError(
+                f"{what}: input(s) not given: {', '.join(missing)}; give them or call "
+                "set_input(name, array) first"
+            )
+        return staged
+
+    def _enqueue(
+        self,
+        staged: Mapping[str, NDArray],
+        what: str,
+        timeout: float | None,
+        *,
+        block: bool = False,
+        sync: bool = False,
+        future: Future[list[NDArray]] | None = None,
+    ) -> int:
+        """Take room, register the input (for get_output or its future), queue it."""
+        deadline = _deadline(timeout, what)
+        self._take_slot(what, deadline, timeout, block)
+        values: dict[Key, NDArray] = {(-1, n): a for n, a in staged.items()}
+        registered = False
         try:
             with self._submit_lock:
                 item = _Item(self._next_in, values)
+                with self._slots:
+                    # Under the lock close() resolves futures with: none is missed.
+                    self._check_open(what)
+                    if future is None:
+                        self._reads.append(item.index)
+                    else:
+                        self._workers.futures[item.index] = future
+                    self._workers.unread += 1
+                    self._reserving -= 1
+                    registered = True
+                    self._peak_in_flight = max(self._peak_in_flight, self.in_flight)
                 if not sync:
-                    self._submit(item, deadline)
+                    if not self._started:
+                        self._start()
+                    self._workers.queues[0].put(item)
                 self._next_in += 1
-                self._peak_in_flight = max(self._peak_in_flight, self.in_flight)
         finally:
-            with self._slots:
-                self._reserving -= 1
-                self._slots.notify_all()
+            if not registered:
+                with self._slots:
+                    self._reserving -= 1
+                    self._slots.notify_all()
         if sync:
-            current = self._plans[0]
-            try:
-                for current in self._plans:
-                    if item.error is None:
-                        current.run(item)
-            except (
-                BaseException
-            ) as e:  # KeyboardInterrupt: still give the index a result
-                item.error = StageError(current.stage, item.index, e)
-                raise
-            finally:
-                self._workers.results.put(item)
+            self._run_here(item)
         return item.index
 
-    def _take_slot(self, deadline: float | None) -> None:
-        """Wait until fewer than ``max_in_flight`` inputs are in flight or being submitted."""
+    def _run_here(self, item: _Item) -> None:
+        """``run(sync=True)``: every stage in this thread, one after another."""
+        previous = (
+            getattr(_current, "workers", None),
+            getattr(_current, "stage", None),
+        )
+        plan = self._plans[0]
+        try:
+            for plan in self._plans:
+                _current.workers, _current.stage = self._workers, plan.stage
+                if item.error is None:
+                    plan.run(item)  # an Exception becomes this item's error
+        except BaseException as e:
+            # KeyboardInterrupt or SystemExit from the stage: the pipeline
+            # stops for every waiter, and this thread re-raises it.
+            self._workers.fail(StageError(plan.stage, item.index, e))
+            raise
+        finally:
+            _current.workers, _current.stage = previous
+        self._workers.results.put(item)
+
+    def _take_slot(
+        self, what: str, deadline: float | None, timeout: float | None, block: bool
+    ) -> None:
+        """Wait until fewer than ``max_in_flight`` inputs are unread or being
+        submitted; raise :class:`PipelineFull` if waiting could only end by
+        this caller reading, :class:`PipelineTimeout` past ``deadline``."""
         with self._slots:
             while self.in_flight + self._reserving >= self._max_in_flight:
-                self._check_open()
+                self._check_open(what)
+                # Futures free their room by themselves: waiting for them is safe.
+                if deadline is None and not block and not self._workers.futures:
+                    raise PipelineFull(
+                        f"{what}: the pipeline is full: {self.in_flight} inputs are unread "
+                        f"(max_in_flight={self._max_in_flight}) and only get_output() makes "
+                        "room; read outputs with get_output() (or stream with map()), or "
+                        "pass timeout= or block=True when another thread reads them"
+                    )
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise PipelineTimeout(
-                        f"run(): {self.in_flight} inputs are in flight (max_in_flight="
-                        f"{self._max_in_flight}) and none was read in time; call get_output()"
+                        f"{what}: {self.in_flight} inputs are in flight (max_in_flight="
+                        f"{self._max_in_flight}) and none was read within {timeout} s; "
+                        "call get_output()"
                     )
                 self._slots.wait(remaining)
-            self._check_open()
+            self._check_open(what)
             self._reserving += 1
-
-    def _submit(self, item: _Item, deadline: float | None) -> None:
-        if not self._started:
-            self._start()
-        remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        try:
-            self._workers.queues[0].put(item, timeout=remaining)
-        except queue.Full:
-            raise PipelineTimeout(
-                f"run(): the first stage's queue stayed full for {remaining} s; "
-                f"{self._plans[0].stage.describe()} is busy"
-            ) from None
 
     def _start(self) -> None:
         if any(core is not None for core in self._workers.cores):
@@ -653,53 +969,75 @@ class PipelineExecutor:
         self._workers.start()
         self._started = True
 
-    def get_output(self, timeout: float | None = None) -> list[NDArray]:
+    @_closes_on_interrupt
+    def get_output(
+        self, timeout: float | None = None, *, block: bool = False
+    ) -> list[NDArray]:
         """The outputs of the next input, in input order; blocks until it is done.
 
         Raises :class:`StageError` if a stage failed on that input, and
         :class:`PipelineTimeout` when nothing arrives within ``timeout``
-        seconds.  With no input pending and no timeout it raises at once
-        instead of waiting forever.
+        seconds.  With no input pending (submitted with ``run``) and no
+        ``timeout`` it raises :class:`PipelineEmpty` at once instead of
+        waiting forever; ``timeout=`` or ``block=True`` wait for an input
+        another thread will submit.
         """
+        return self._outputs(self._read("get_output()", timeout, block=block))
+
+    def _read(self, what: str, timeout: float | None, *, block: bool) -> _Item:
+        """The next input submitted with ``run``, when done; its room is freed."""
+        self._check_reentry(what)  # before the lock, which the caller may hold
+        deadline = _deadline(timeout, what)
         with self._output_lock:
-            self._check_open()
-            index = self._next_out
-            if index >= self._next_in and timeout is None:
-                raise PipelineError(
-                    "get_output(): no input is pending; call set_input() and run() first"
+            self._check_open(what)
+            if not self._reads and deadline is None and not block:
+                raise PipelineEmpty(
+                    f"{what}: no input is pending; call set_input() and run() first "
+                    "(or pass timeout= or block=True when another thread submits)"
                 )
-            item = self._wait_for(index, timeout)
+            item = self._wait_for(what, deadline, timeout)
             with self._slots:
-                self._next_out += 1
+                self._reads.popleft()
+                self._workers.unread -= 1
                 self._slots.notify_all()
+        return item
+
+    def _outputs(self, item: _Item) -> list[NDArray]:
         if item.error is not None:
             raise item.error
         return [item.values[key] for key in self._output_keys]
 
-    def _wait_for(self, index: int, timeout: float | None) -> _Item:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while index not in self._ready:
+    def _wait_for(
+        self, what: str, deadline: float | None, timeout: float | None
+    ) -> _Item:
+        while True:
+            # run() registers an input before queueing it: the next result is
+            # always for an index already in _reads.
+            index = self._reads[0] if self._reads else None
+            if index is not None and index in self._ready:
+                return self._ready.pop(index)
             remaining = (
                 None if deadline is None else max(deadline - time.monotonic(), 0.0)
             )
             try:
                 item = self._workers.results.get(timeout=remaining)
             except queue.Empty:
-                where = (
-                    self._workers.where_is(index)
-                    if index < self._next_in
-                    else "no such input was submitted yet (call run())"
-                )
+                if index is None:
+                    index = self._next_in
+                    where = "no such input was submitted yet (call run())"
+                else:
+                    where = self._workers.where_is(index)
                 raise PipelineTimeout(
-                    f"get_output(): no result for input #{index} within {timeout} s; {where}"
+                    f"{what}: no result for input #{index} within {timeout} s; {where}"
                 ) from None
-            if item is _STOP or self._closed:
+            if self._workers.failure is not None:
+                raise self._workers.failure
+            if item is _STOP or item is _WAKE or self._closed:
                 # Inputs finished during close() are dropped like pending ones.
                 raise PipelineClosedError(
-                    f"pipeline @{self._lib.name}: the executor was closed while get_output() waited"
+                    f"pipeline @{self._lib.name}: the executor was closed while {what} waited"
                 )
             self._ready[item.index] = item
-        return self._ready.pop(index)
 
     # -- measuring -----------------------------------------------------------
 
@@ -708,7 +1046,7 @@ class PipelineExecutor:
     ) -> ThroughputResult:
         """Push ``count`` copies of the current inputs through; time them.
 
-        Pipelined: another thread submits while this one reads results.
+        Pipelined: ``map`` submits and reads, keeping every stage busy.
         Sequential (``sync=True``): each input runs through all stages before
         the next starts.  Needs no input pending; ``warmup`` untimed inputs
         run first.
@@ -734,47 +1072,26 @@ class PipelineExecutor:
         )
 
     def _pipelined(self, count: int) -> None:
-        failure: list[BaseException] = []
-
-        def produce() -> None:
-            try:
-                for _ in range(count):
-                    self.run()
-            except BaseException as e:  # noqa: BLE001 - reported below
-                failure.append(e)
-
-        producer = threading.Thread(
-            target=produce, name="ember-pipeline-benchmark", daemon=True
-        )
-        producer.start()
-        stage_error: StageError | None = None
-        try:
-            # Read every result, failed or not, so that the producer never
-            # waits for room that nobody frees.
-            for _ in range(count):
-                if failure:
-                    break
-                try:
-                    self.get_output(timeout=60.0)
-                except StageError as e:
-                    stage_error = stage_error or e
-        finally:
-            producer.join(timeout=60.0)
-        if failure:
-            raise failure[0]
-        if stage_error is not None:
-            raise stage_error
+        # The current inputs, ``count`` times; map() keeps every stage busy
+        # and reads each result as it comes.
+        for _ in self.map(itertools.repeat({}, count)):
+            pass
 
     # -- shutting down -------------------------------------------------------
 
     def close(self, timeout: float = DEFAULT_CLOSE_TIMEOUT) -> None:
         """Stop the workers; pending inputs are dropped.  Never hangs: workers
         still busy after ``timeout`` seconds are left behind as daemon threads
-        (with a ``ResourceWarning``).  Closing twice is harmless."""
+        (with a ``ResourceWarning``).  Closing twice is harmless.  Pending
+        futures get a :class:`PipelineClosedError`."""
+        self._check_reentry("close()")
+        self._close(timeout)
+
+    def _close(self, timeout: float) -> None:
         if self._closed:
             return
-        self._closed = True
         with self._slots:
+            self._closed = True
             self._slots.notify_all()
         self._finalizer.detach()
         if not _shutdown(self._workers, self._pinned, timeout):
@@ -782,10 +1099,28 @@ class PipelineExecutor:
                 f"pipeline @{self._lib.name}: a stage was still running {timeout} s after "
                 "close(); its thread is left to finish in the background",
                 ResourceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
 
-    def _check_open(self) -> None:
+    def _interrupted(self) -> None:
+        """Ctrl-C (or SystemExit) while the caller was in the executor: stop
+        the workers, as ``close()`` does, before the caller re-raises."""
+        self._close(DEFAULT_CLOSE_TIMEOUT)
+
+    def _check_reentry(self, what: str) -> None:
+        if getattr(_current, "workers", None) is self._workers:
+            raise PipelineError(
+                f"{what} called from inside {_current.stage.describe()} of pipeline "
+                f"@{self._lib.name} (an extern function or a future's callback runs "
+                "there); a stage cannot use its own pipeline: it would wait for itself"
+            )
+
+    def _check_open(self, what: str) -> None:
+        """Raise unless the executor can be used: not from inside its own
+        stages, not after a stage stopped it, not after ``close()``."""
+        self._check_reentry(what)
+        if self._workers.failure is not None:
+            raise self._workers.failure
         if self._closed:
             raise PipelineClosedError(
                 f"pipeline @{self._lib.name}: the executor is closed; create a new one"
@@ -805,6 +1140,21 @@ class PipelineExecutor:
 
 PipelineModule = PipelineExecutor
 """TVM's name for the executor (``pipeline_executor.PipelineModule``)."""
+
+
+def _deadline(timeout: float | None, what: str) -> float | None:
+    """The monotonic time a wait of ``timeout`` seconds ends (None: no limit)."""
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout >= 0  # also rejects NaN
+    ):
+        raise PipelineError(
+            f"{what}: timeout must be a number of seconds >= 0 or None, got {timeout!r}"
+        )
+    return time.monotonic() + timeout
 
 
 def _allowed_cores() -> list[int]:
