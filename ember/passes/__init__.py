@@ -31,4 +31,5 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "split-graph": _lazy("split_graph", "SplitGraphPass"),
     "fuse-ops": _lazy("fuse_ops", "FuseOpsPass"),
     "partition-extern": _lazy("partition_extern", "PartitionExternPass"),
+    "kernel-bind-gpu": _lazy("kernel_bind_gpu", "KernelBindGpuPass"),
 }

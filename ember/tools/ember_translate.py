@@ -8,6 +8,8 @@ back by ``ember-opt``::
     ember-translate net.mlir --emit=llvm-dialect  # xDSL llvm ops
     ember-translate net.mlir --emit=llvm-ir       # optimised LLVM IR
     ember-translate net.mlir --emit=asm           # host assembly
+    ember-translate net.mlir --emit=cuda          # the kernels as CUDA C
+    ember-translate net.mlir --emit=ptx           # ... compiled by NVRTC
 
 ``--emit=graph`` prints the graph program after the graph pipeline that
 ``ember.build`` runs (``--pipeline`` changes it).
@@ -40,9 +42,15 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--emit",
         required=True,
-        choices=(*STAGES, "dot"),
+        choices=(*STAGES, "dot", "cuda", "ptx"),
         help="the stage to print; dot: a Graphviz picture of the graph stage "
-        "(fused groups and pipeline stages as clusters)",
+        "(fused groups and pipeline stages as clusters); cuda / ptx: the "
+        "kernels bound to the GPU (kernel-bind-gpu) as CUDA C / as PTX from NVRTC",
+    )
+    parser.add_argument(
+        "--arch",
+        default=None,
+        help="CUDA architecture for --emit=ptx (default sm_90)",
     )
     parser.add_argument(
         "--entry", default="main", help="function to compile (default: main)"
@@ -65,6 +73,8 @@ def _main(argv: Sequence[str] | None) -> int:
     options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline)
     if args.emit == "dot":
         result = _dot(module, options)
+    elif args.emit in ("cuda", "ptx"):
+        result = _cuda(module, options, args.emit, args.arch)
     else:
         result = lower_to_stage(module, args.emit, options=options)
     if args.output:
@@ -73,6 +83,18 @@ def _main(argv: Sequence[str] | None) -> int:
     else:
         sys.stdout.write(result if result.endswith("\n") else result + "\n")
     return 0
+
+
+def _cuda(module: ModuleOp, options: CompileOptions, emit: str, arch: str | None) -> str:
+    """The kernel stage bound to the GPU, as CUDA C or PTX."""
+    from ember.backends.cuda import compile_ptx, kernels_to_cuda, parse_arch
+    from ember.compiler import to_graph, to_kernel
+    from ember.runtime.module import find_function
+
+    arch = parse_arch(arch)  # a bad --arch fails before any work
+    find_function(module, options.entry)
+    source = kernels_to_cuda(to_kernel(to_graph(module, None, options)))
+    return source.code if emit == "cuda" else compile_ptx(source, arch)
 
 
 def _dot(module: ModuleOp, options: CompileOptions) -> str:
