@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "EmberError",
     "GraphExecutor",
+    "GraphModule",
     "IRError",
     "PassError",
     "RuntimeFailure",
@@ -65,6 +66,7 @@ _RUNTIME_EXPORTS: dict[str, str] = {
     "save_params": "ember.runtime.module",
     "load_params": "ember.runtime.module",
     "GraphExecutor": "ember.runtime.graph_executor",
+    "GraphModule": "ember.runtime.graph_executor",
 }
 
 
