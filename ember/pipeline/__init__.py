@@ -15,7 +15,9 @@ The user-facing side of ``ember.dialects.pipeline`` (TVM's
   :func:`load_library` / ``PipelineModule.load_library(path)``;
 * :class:`PipelineExecutor` (alias :class:`PipelineModule`) — run it, one
   worker per stage, with ``set_input`` / ``run`` / ``get_output``;
-  :func:`run_pipeline_file` is the same from a file, for ``ember-run``.
+  :func:`run_pipeline` streams inputs through one and reports throughput
+  and latency; :func:`run_pipeline_file` is the same from a file (built or
+  loaded by :func:`open_pipeline_file`), for ``ember-run``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from ember.pipeline.executor import (
     PipelineTimeout,
     StageError,
     ThroughputResult,
+    open_pipeline_file,
+    run_pipeline,
     run_pipeline_file,
 )
 
@@ -64,6 +68,8 @@ __all__ = [
     "build",
     "interpret_pipeline",
     "load_library",
+    "open_pipeline_file",
+    "run_pipeline",
     "run_pipeline_file",
     "split_graph",
     "stage_functions",

@@ -35,7 +35,7 @@ import math
 import statistics
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,13 @@ class BenchmarkResult:
 
     results: tuple[float, ...]
     number: int
+
+    @classmethod
+    def measure(cls, once: Callable[[], object], repeat: int) -> BenchmarkResult:
+        """Time ``repeat`` calls of ``once`` one at a time, after one untimed
+        warm-up call: the latency of each call (``number`` is 1)."""
+        once()
+        return cls(tuple(_time(once, 1) for _ in range(repeat)), 1)
 
     @property
     def mean(self) -> float:
@@ -438,15 +445,8 @@ class GraphExecutor:
         once()  # warm-up; also reports unset inputs before any timing
         if min_repeat_ms:
             number = self._calibrate(once, number, min_repeat_ms / 1e3)
-        results = tuple(self._time(once, number) for _ in range(repeat))
+        results = tuple(_time(once, number) for _ in range(repeat))
         return BenchmarkResult(results, number)
-
-    @staticmethod
-    def _time(once: Any, number: int) -> float:
-        start = time.perf_counter()
-        for _ in range(number):
-            once()
-        return (time.perf_counter() - start) / number
 
     @staticmethod
     def _calibrate(once: Any, number: int, min_seconds: float) -> int:
@@ -456,7 +456,7 @@ class GraphExecutor:
         by the golden ratio, so a run that is slow at first cannot stall it.
         """
         while True:
-            per_run = GraphExecutor._time(once, number)
+            per_run = _time(once, number)
             if per_run * number >= min_seconds:
                 return number
             estimate = math.ceil(min_seconds / per_run) if per_run > 0 else number * 10
@@ -468,6 +468,14 @@ class GraphExecutor:
 
 GraphModule = GraphExecutor
 """TVM's name for the executor (``graph_executor.GraphModule``)."""
+
+
+def _time(once: Callable[[], object], number: int) -> float:
+    """Mean seconds per call over ``number`` back-to-back calls of ``once``."""
+    start = time.perf_counter()
+    for _ in range(number):
+        once()
+    return (time.perf_counter() - start) / number
 
 
 def _positive_int(name: str, value: Any) -> int:
