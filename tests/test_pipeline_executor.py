@@ -865,3 +865,8 @@ def test_run_pipeline_file_draws_the_single_module_random_inputs_and_times_laten
     assert run.latency is not None and len(run.latency.results) == 3
     assert run.latency.number == 1 and run.latency.min > 0
     assert run_pipeline_file(exported, count=1).latency is None
+
+
+def test_run_pipeline_file_rejects_a_negative_seed(exported):
+    with pytest.raises(ember.RuntimeFailure, match="integer seed >= 0, got -1"):
+        run_pipeline_file(exported, seed=-1)

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.errors import RuntimeFailure
+
 __all__ = ["random_input"]
 
 
@@ -29,6 +31,8 @@ def random_input(
     ``seed`` and ``index``, so one input's values do not depend on which
     others are random.
     """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise RuntimeFailure(f"random inputs need an integer seed >= 0, got {seed!r}")
     dtype = np.dtype(dtype)
     shape = tuple(int(d) for d in shape)
     rng = np.random.default_rng([seed, index])
