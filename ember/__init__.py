@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "EmberError",
     "GraphExecutor",
+    "GraphModule",
     "IRError",
     "PassError",
     "RuntimeFailure",
@@ -71,6 +72,7 @@ _RUNTIME_EXPORTS: dict[str, str] = {
     "load_params": "ember.runtime.module",
     "GraphExecutor": "ember.runtime.graph_executor",
     "VirtualMachine": "ember.runtime.vm",
+    "GraphModule": "ember.runtime.graph_executor",
 }
 
 

@@ -264,6 +264,26 @@ def test_unknown_names_and_bad_settings(three, action, message):
     assert message in str(info.value)
 
 
+def test_misspelt_settings_raise_instead_of_being_ignored(three):
+    with pytest.raises(AttributeError) as info:
+        three["a"].targt = "interp"
+    assert str(info.value) == (
+        "stage a has no attribute 'targt' to set (did you mean 'target'?); "
+        "a stage's settings are target, dev, build_func"
+    )
+    assert three["a"].target == "llvm"  # the typo changed nothing
+    with pytest.raises(AttributeError, match="did you mean 'build_func'"):
+        three["a"].buildfunc = cutlass_build
+    with pytest.raises(
+        AttributeError,
+        match=r"PipelineConfig has no attribute 'target' to set; a stage's target, "
+        r"dev, build_func are set on cfg\[mod\] \(stages: a, b, c\)",
+    ):
+        three.target = "llvm"
+    three["a"].target = "interp"  # real settings still work
+    assert three["a"].target == "interp"
+
+
 def test_stage_list_errors():
     functions = list(ember.parse(THREE).ops)
     with pytest.raises(PipelineConfigError, match="non-empty list"):

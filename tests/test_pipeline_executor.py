@@ -848,3 +848,25 @@ def test_run_pipeline_file_builds_or_loads_and_reports_throughput(exported, tmp_
         run_pipeline_file(exported, {"dat": data})
     with pytest.raises(PipelineError, match="params were bound when it was built"):
         run_pipeline_file(exported, params={})
+
+
+def test_run_pipeline_file_draws_the_single_module_random_inputs_and_times_latency(
+    exported,
+):
+    from ember.dialects.graph import tensor_type
+    from ember.tools.ember_run import Argument, random_array
+
+    module, params = workloads.get("tiny_pipe")
+    run = run_pipeline_file(exported, count=2, seed=7, bench=3)
+    # What ember-run draws for argument 0 (%data) of the unsplit function.
+    data = random_array(Argument("data", tensor_type((1, 3, 8, 8)), 0), 7)
+    expected = ember.interpret(module, "main", data, *(params[n] for n in TINY_PARAMS))
+    np.testing.assert_array_equal(run.outputs[0], expected[0])
+    assert run.latency is not None and len(run.latency.results) == 3
+    assert run.latency.number == 1 and run.latency.min > 0
+    assert run_pipeline_file(exported, count=1).latency is None
+
+
+def test_run_pipeline_file_rejects_a_negative_seed(exported):
+    with pytest.raises(ember.RuntimeFailure, match="integer seed >= 0, got -1"):
+        run_pipeline_file(exported, seed=-1)

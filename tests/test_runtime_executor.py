@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+import threading
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from ember.build import build
 from ember.errors import IRError, RuntimeFailure
 from ember.runtime import nd
 from ember.runtime.device import cpu, cuda
-from ember.runtime.graph_executor import BenchmarkResult, GraphExecutor
+from ember.runtime.graph_executor import BenchmarkResult, GraphExecutor, GraphModule
 from ember.runtime.module import load_params, save_params
 from ember.runtime.registry import (
     UnknownFunctionError,
@@ -124,6 +126,44 @@ def test_get_output_into_given_array(
     np.testing.assert_allclose(out.numpy(), reference(**arrays), rtol=1e-5, atol=1e-6)
 
 
+def test_get_output_into_a_numpy_array(
+    executor: GraphExecutor, arrays: dict[str, np.ndarray]
+) -> None:
+    executor.run(data=arrays["data"])
+    out = np.zeros((2, 4), np.float32)
+    assert executor.get_output(0, out) is out
+    np.testing.assert_allclose(out, reference(**arrays), rtol=1e-5, atol=1e-6)
+    data = np.zeros((2, 8), np.float32)
+    assert executor.get_input("data", data) is data
+    np.testing.assert_array_equal(data, arrays["data"])
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        (
+            np.zeros((4, 2), np.float32),
+            r"get_output\(0, out\): out is float32\[4, 2\] but output 0 is float32\[2, 4\]",
+        ),
+        (
+            np.zeros((2, 4), np.float64),
+            r"out is float64\[2, 4\] but output 0 is float32\[2, 4\]",
+        ),
+        (nd.empty((4, 2), "float32"), r"out is float32\[4, 2\] but output 0"),
+        (np.zeros((2, 4), np.float32).view(), "read-only"),
+        ([[0.0] * 4] * 2, "out must be an ember NDArray or a numpy array, got list"),
+    ],
+)
+def test_get_output_rejects_a_wrong_out(
+    executor: GraphExecutor, arrays: dict[str, np.ndarray], out: object, message: str
+) -> None:
+    if isinstance(out, np.ndarray) and message == "read-only":
+        out.flags.writeable = False
+    executor.run(data=arrays["data"])
+    with pytest.raises(RuntimeFailure, match=message):
+        executor.get_output(0, out)  # type: ignore[arg-type]
+
+
 def test_set_input_by_index_and_get_input(
     executor: GraphExecutor, arrays: dict[str, np.ndarray]
 ) -> None:
@@ -159,12 +199,17 @@ def test_tvm_factory_spelling(arrays: dict[str, np.ndarray]) -> None:
         target="interp",
         params={"weight": arrays["weight"], "bias": arrays["bias"]},
     )
-    ex = lib["default"](cpu(0))
-    ex.set_input("data", arrays["data"])
-    ex.run()
-    np.testing.assert_allclose(
-        ex.get_output(0).asnumpy(), reference(**arrays), rtol=1e-5, atol=1e-6
-    )
+    for ex in (
+        lib["default"](cpu(0)),
+        GraphModule(lib["default"](cpu(0))),  # graph_executor.GraphModule(...)
+        ember.GraphModule(lib["default"](cpu(0))),
+    ):
+        assert isinstance(ex, GraphExecutor) and ex.module is lib
+        ex.set_input("data", arrays["data"])
+        ex.run()
+        np.testing.assert_allclose(
+            ex.get_output(0).asnumpy(), reference(**arrays), rtol=1e-5, atol=1e-6
+        )
 
 
 def test_params_are_copied_at_build(arrays: dict[str, np.ndarray]) -> None:
@@ -371,7 +416,7 @@ def test_get_output_errors(
         match=r"get_output\(1\): index out of range, the module has 1 output",
     ):
         executor.get_output(1)
-    with pytest.raises(RuntimeFailure, match="shape mismatch"):
+    with pytest.raises(RuntimeFailure, match=r"out is float32\[4, 2\]"):
         executor.get_output(0, nd.empty((4, 2), "float32"))
 
 
@@ -426,8 +471,114 @@ def test_benchmark_end_to_end_and_errors(
         fresh.benchmark(repeat=1, number=1)
     with pytest.raises(RuntimeFailure, match="runs on cpu:0, not cuda:0"):
         executor.benchmark(cuda(0))
-    with pytest.raises(RuntimeFailure, match="repeat and number must be >= 1"):
-        executor.benchmark(repeat=0)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"repeat": "3"}, "repeat must be an integer >= 1, got '3'"),
+        ({"repeat": 0}, "repeat must be an integer >= 1, got 0"),
+        ({"repeat": True}, "repeat must be an integer >= 1, got True"),
+        ({"number": 2.5}, "number must be an integer >= 1, got 2.5"),
+        ({"number": None}, "number must be an integer >= 1, got None"),
+        ({"min_repeat_ms": "5"}, "min_repeat_ms must be a finite number"),
+        ({"min_repeat_ms": -1}, "min_repeat_ms must be a finite number .* got -1"),
+        ({"min_repeat_ms": math.inf}, "min_repeat_ms must be a finite number"),
+        ({"min_repeat_ms": math.nan}, "min_repeat_ms must be a finite number"),
+        ({"end_to_end": "yes"}, "end_to_end must be True or False, got 'yes'"),
+    ],
+)
+def test_benchmark_arguments_are_checked(
+    executor: GraphExecutor,
+    arrays: dict[str, np.ndarray],
+    arguments: dict[str, object],
+    message: str,
+) -> None:
+    with pytest.raises(RuntimeFailure, match=f"benchmark: {message}"):
+        executor.benchmark(data=arrays["data"], **arguments)  # type: ignore[arg-type]
+    result = executor.benchmark(
+        repeat=np.int64(1), number=1, min_repeat_ms=0, data=arrays["data"]
+    )
+    assert result.number == 1  # numpy integers and a zero minimum are fine
+
+
+# -- threads -------------------------------------------------------------------------
+
+
+def _in_threads(count: int, work: Callable[[int], None]) -> None:
+    """Run ``work(0..count-1)`` in ``count`` threads; re-raise the first failure."""
+    failures: list[BaseException] = []
+
+    def guarded(index: int) -> None:
+        try:
+            work(index)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            failures.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a thread hung"
+    if failures:
+        raise failures[0]
+
+
+def test_threads_sharing_an_executor_each_get_their_own_results(
+    executor: GraphExecutor, arrays: dict[str, np.ndarray]
+) -> None:
+    """4 threads x 20 rounds of set_input/run/get_output on one executor, each
+    with its own data.  The barriers force the interleaving that shared
+    slots got wrong: every thread sets its input before any runs, and every
+    thread runs before any reads its output."""
+    threads, rounds = 4, 20
+    barrier = threading.Barrier(threads, timeout=60)
+    wrong: list[tuple[int, int]] = []
+
+    def work(index: int) -> None:
+        rng = np.random.default_rng(100 + index)
+        try:
+            for round_ in range(rounds):
+                data = rng.standard_normal((2, 8)).astype(np.float32)
+                executor.set_input("data", data)
+                barrier.wait()
+                executor.run()
+                barrier.wait()
+                result = executor.get_output(0).numpy()
+                expected = reference(data, arrays["weight"], arrays["bias"])
+                if not np.allclose(result, expected, rtol=1e-5, atol=1e-6):
+                    wrong.append((index, round_))
+        except BaseException:
+            barrier.abort()  # free the other threads instead of hanging them
+            raise
+
+    _in_threads(threads, work)
+    assert wrong == []
+
+
+def test_inputs_set_in_one_thread_are_not_seen_by_another(
+    executor: GraphExecutor, arrays: dict[str, np.ndarray]
+) -> None:
+    executor.run(data=arrays["data"])
+    messages: list[str] = []
+
+    def work(index: int) -> None:
+        for action in (lambda: executor.get_output(0), executor.run):
+            try:
+                action()
+            except RuntimeFailure as e:
+                messages.append(str(e))
+
+    _in_threads(1, work)
+    assert len(messages) == 2
+    assert "get_output(0) before run()" in messages[0]
+    assert "input(s) not set: data" in messages[1]
+    assert all("each thread has its own inputs and outputs" in m for m in messages)
+    # This thread's result is still there.
+    np.testing.assert_allclose(
+        executor.get_output(0).numpy(), reference(**arrays), rtol=1e-5, atol=1e-6
+    )
 
 
 class _DLPackOnly:

@@ -15,8 +15,10 @@ The user-facing side of ``ember.dialects.pipeline`` (TVM's
   :func:`load_library` / ``PipelineModule.load_library(path)``;
 * :class:`PipelineExecutor` (alias :class:`PipelineModule`) — run it, one
   worker per stage, with ``set_input`` / ``run`` / ``get_output``, or
-  ``map(inputs)`` / ``submit(...)`` (a future);
-  :func:`run_pipeline_file` is the same from a file, for ``ember-run``.
+  ``map(inputs)`` / ``submit(...)`` (a future); :func:`run_pipeline`
+  streams inputs through one and reports throughput and latency;
+  :func:`run_pipeline_file` is the same from a file (built or loaded by
+  :func:`open_pipeline_file`), for ``ember-run``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from ember.pipeline.executor import (
     PipelineTimeout,
     StageError,
     ThroughputResult,
+    open_pipeline_file,
+    run_pipeline,
     run_pipeline_file,
 )
 
@@ -69,6 +73,8 @@ __all__ = [
     "build",
     "interpret_pipeline",
     "load_library",
+    "open_pipeline_file",
+    "run_pipeline",
     "run_pipeline_file",
     "split_graph",
     "stage_functions",

@@ -41,10 +41,11 @@ What differs from TVM, and why:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
@@ -75,6 +76,23 @@ _PRINTER_SUFFIX = re.compile(r"_\d+$")
 
 class PipelineConfigError(EmberError, ValueError):
     """A pipeline configuration mistake: a bad connection, name or setting."""
+
+
+class _NoNewAttributes:
+    """Assignment only to attributes the class declares (its ``__slots__`` and
+    properties), so a typo such as ``cfg[mod].targt = "llvm"`` raises an
+    ``AttributeError`` naming what can be set, instead of silently creating
+    an attribute that nothing reads."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not hasattr(type(self), name):
+            raise AttributeError(self._no_attribute(name), name=name, obj=self)
+        object.__setattr__(self, name, value)
+
+    def _no_attribute(self, name: str) -> str:
+        return f"{type(self).__name__} has no attribute {name!r} to set"
 
 
 # --------------------------------------------------------------------------
@@ -262,8 +280,23 @@ def _stage_function(mod: Any, index: int) -> tuple[FuncOp, str]:
     )
 
 
-class StageConfig:
+class StageConfig(_NoNewAttributes):
     """One stage (TVM's ``ModuleWrapper``): its function, placement and interfaces."""
+
+    __slots__ = (
+        "_build_func",
+        "_dev",
+        "_inputs",
+        "_outputs",
+        "_target",
+        "function",
+        "index",
+        "input_names",
+        "mod",
+        "name",
+    )
+    SETTINGS: ClassVar[tuple[str, ...]] = ("target", "dev", "build_func")
+    """What a user sets on a stage."""
 
     def __init__(
         self, config: PipelineConfig, mod: FuncOp | ModuleOp, index: int
@@ -362,6 +395,13 @@ class StageConfig:
             )
         self._build_func = value
 
+    def _no_attribute(self, name: str) -> str:
+        message = f"stage {self.name} has no attribute {name!r} to set"
+        close = difflib.get_close_matches(name, self.SETTINGS, n=1)
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
+        return f"{message}; a stage's settings are {', '.join(self.SETTINGS)}"
+
     def describe(self) -> str:
         text = f"{self.name}: target={self.target}, dev={self.dev}"
         if self.build_func is not None:
@@ -374,13 +414,24 @@ class StageConfig:
 # --------------------------------------------------------------------------
 
 
-class PipelineConfig:
+class PipelineConfig(_NoNewAttributes):
     """Stages, their placement, and the connections between them.
 
     ``cfg[mod]`` (or ``cfg["stage name"]``) is a stage; ``cfg["input"]`` and
     ``cfg["output"]`` are the pipeline's global inputs (by name) and outputs
-    (by index).  See the module docstring for the rules.
+    (by index).  See the module docstring for the rules.  Nothing is set on
+    the configuration itself: a stage's ``target``, ``dev`` and
+    ``build_func`` are set on ``cfg[mod]``.
     """
+
+    __slots__ = ("_inputs", "_outputs", "stages")
+
+    def _no_attribute(self, name: str) -> str:
+        names = ", ".join(s.name for s in self.stages)
+        return (
+            f"PipelineConfig has no attribute {name!r} to set; a stage's "
+            f"{', '.join(StageConfig.SETTINGS)} are set on cfg[mod] (stages: {names})"
+        )
 
     def __init__(self, mods: Sequence[FuncOp | ModuleOp]) -> None:
         if isinstance(mods, FuncOp | ModuleOp) or not len(mods):

@@ -97,7 +97,8 @@ from ember.pipeline.build import (
     load_library,
 )
 from ember.runtime.device import Device, cpu
-from ember.runtime.module import TensorSpec
+from ember.runtime.graph_executor import BenchmarkResult
+from ember.runtime.random_inputs import random_input
 from ember.runtime.ndarray import NDArray, as_host_array, empty
 from ember.runtime.ndarray import array as nd_array
 
@@ -111,6 +112,8 @@ __all__ = [
     "PipelineTimeout",
     "StageError",
     "ThroughputResult",
+    "open_pipeline_file",
+    "run_pipeline",
     "run_pipeline_file",
 ]
 
@@ -1171,22 +1174,83 @@ def _allowed_cores() -> list[int]:
 
 @dataclass(frozen=True)
 class PipelineRun:
-    """What :func:`run_pipeline_file` measured: the last input's outputs and
-    the throughput."""
+    """What :func:`run_pipeline` measured: the last input's outputs, the
+    throughput, and (if asked) the latency of one input at a time."""
 
     library: PipelineLibrary
     outputs: list[np.ndarray]
     throughput: ThroughputResult
+    latency: BenchmarkResult | None = None
+    """``bench`` inputs timed one by one, end to end: inputs copied in, all
+    stages, outputs copied out (one figure per input, in seconds)."""
 
 
-def random_input(spec: TensorSpec, rng: np.random.Generator) -> np.ndarray:
-    """A seeded array for ``spec``: uniform in [-1, 1) for floats, 0..9 for integers."""
-    dtype = np.dtype(spec.dtype)
-    if dtype.kind == "f":
-        return rng.uniform(-1, 1, spec.shape).astype(dtype)
-    if dtype.kind == "b":
-        return rng.integers(0, 2, spec.shape).astype(dtype)
-    return rng.integers(0, 10, spec.shape).astype(dtype)
+def open_pipeline_file(
+    path: str | os.PathLike[str],
+    params: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    entry: str = "main",
+) -> PipelineLibrary:
+    """Build (an ``.mlir`` file with ``pipeline.graph @entry``) or load (an
+    exported pipeline directory or its ``pipeline.json``) a pipeline.
+
+    ``params``: name -> array, or an ``.npz`` file, bound at build time (IR
+    files only).  Every problem is an ``EmberError``.
+    """
+    source = Path(path)
+    if source.is_dir() or source.suffix == ".json":
+        if params is not None:
+            raise PipelineError(
+                f"{source} is an exported pipeline: its params were bound when it was built"
+            )
+        return load_library(source)
+    return _build_file(source, params, entry)
+
+
+def run_pipeline(
+    lib: PipelineLibrary,
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    sequential: bool = False,
+    count: int = 1,
+    warmup: int = 1,
+    capacity: int = DEFAULT_CAPACITY,
+    pin_cores: bool | None = None,
+    seed: int = 0,
+    bench: int = 0,
+) -> PipelineRun:
+    """Run ``count`` inputs through ``lib``, pipelined or ``sequential``, and
+    report the throughput; with ``bench`` > 0, also time that many inputs one
+    at a time (the latency, as ``ember-run --bench`` reports for a function).
+
+    ``inputs``: global input name -> array; the others are the seeded random
+    arrays :func:`~ember.runtime.random_inputs.random_input` draws for their
+    position, the same a single module with this signature gets.
+    """
+    given = dict(inputs or {})
+    with PipelineExecutor(lib, capacity=capacity, pin_cores=pin_cores) as pipe:
+        unknown = sorted(set(given) - set(pipe.input_names))
+        if unknown:
+            pipe.set_input(unknown[0], given[unknown[0]])  # raises, naming the inputs
+        values = {}
+        for index, spec in enumerate(lib.inputs):
+            values[spec.name] = (
+                given[spec.name]
+                if spec.name in given
+                else random_input(spec.shape, spec.dtype, seed, index)
+            )
+            pipe.set_input(spec.name, values[spec.name])
+
+        def one_input() -> list[np.ndarray]:
+            for name, value in values.items():
+                pipe.set_input(name, value)
+            pipe.run(sync=sequential)
+            return [out.numpy() for out in pipe.get_output()]
+
+        throughput = pipe.benchmark(count, sync=sequential, warmup=warmup)
+        latency = BenchmarkResult.measure(one_input, bench) if bench > 0 else None
+        outputs = one_input()
+    return PipelineRun(lib, outputs, throughput, latency)
 
 
 def run_pipeline_file(
@@ -1195,45 +1259,13 @@ def run_pipeline_file(
     *,
     params: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     entry: str = "main",
-    sequential: bool = False,
-    count: int = 1,
-    warmup: int = 1,
-    capacity: int = DEFAULT_CAPACITY,
-    pin_cores: bool | None = None,
-    seed: int = 0,
+    **options: Any,
 ) -> PipelineRun:
-    """Build (an ``.mlir`` file with ``pipeline.graph @entry``) or load (an
-    exported pipeline directory or its ``pipeline.json``) a pipeline, run
-    ``count`` inputs through it, pipelined or ``sequential``, and report.
-
-    ``inputs``: global input name -> array; the others are seeded random
-    arrays.  ``params``: name -> array, or an ``.npz`` file, bound at build
-    time (IR files only).  Every problem is an ``EmberError``.
-    """
-    source = Path(path)
-    if source.is_dir() or source.suffix == ".json":
-        if params is not None:
-            raise PipelineError(
-                f"{source} is an exported pipeline: its params were bound when it was built"
-            )
-        lib = load_library(source)
-    else:
-        lib = _build_file(source, params, entry)
-    rng = np.random.default_rng(seed)
-    given = dict(inputs or {})
-    with PipelineExecutor(lib, capacity=capacity, pin_cores=pin_cores) as pipe:
-        unknown = sorted(set(given) - set(pipe.input_names))
-        if unknown:
-            pipe.set_input(unknown[0], given[unknown[0]])  # raises, naming the inputs
-        for spec in lib.inputs:
-            pipe.set_input(
-                spec.name,
-                given[spec.name] if spec.name in given else random_input(spec, rng),
-            )
-        throughput = pipe.benchmark(count, sync=sequential, warmup=warmup)
-        pipe.run(sync=True)
-        outputs = [out.numpy() for out in pipe.get_output()]
-    return PipelineRun(lib, outputs, throughput)
+    """:func:`run_pipeline` on :func:`open_pipeline_file`\\ ``(path, params,
+    entry=entry)``; ``options`` are :func:`run_pipeline`'s."""
+    return run_pipeline(
+        open_pipeline_file(path, params, entry=entry), inputs, **options
+    )
 
 
 def _build_file(

@@ -5,11 +5,21 @@ Mirrors TVM's ``graph_executor.GraphModule`` (``set_input``, ``run``,
 ``benchmark``) over an ember :class:`~ember.runtime.module.Module`.
 
 Memory is planned once: the executor allocates one aligned NDArray per free
-input and per output when it is created, ``set_input`` copies into the input
+input and per output when it is created (another thread gets its own on its
+first call, see Threads below), ``set_input`` copies into the input
 slots, and every ``run`` has the module write into the same output slots
 (destination passing), so a compiled backend runs without allocating.
 ``get_output(i)`` returns the output slot itself — the next ``run``
-overwrites it; call ``.numpy()`` (a copy) to keep a result.
+overwrites it; call ``.numpy()`` (a copy) to keep a result, or pass ``out``
+(an NDArray or a numpy array) to have it copied there.
+
+Threads: every thread that uses an executor has its own input and output
+slots (a :class:`threading.local`, allocated on the thread's first call), so
+one thread's ``set_input``/``run``/``get_output`` sequence is never mixed
+with another's, and runs are serialised by a lock.  Inputs set in one thread
+are therefore not seen by another: each thread sets its own.  A lock cannot
+do this alone — between thread A's ``set_input`` and ``run``, thread B could
+overwrite A's inputs — and shared slots gave wrong results silently.
 
 Inputs are the entry function's arguments by the names written in the IR
 (``%data`` is input ``"data"``), minus params bound by ``ember.build``;
@@ -23,8 +33,9 @@ from __future__ import annotations
 import difflib
 import math
 import statistics
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +60,13 @@ class BenchmarkResult:
 
     results: tuple[float, ...]
     number: int
+
+    @classmethod
+    def measure(cls, once: Callable[[], object], repeat: int) -> BenchmarkResult:
+        """Time ``repeat`` calls of ``once`` one at a time, after one untimed
+        warm-up call: the latency of each call (``number`` is 1)."""
+        once()
+        return cls(tuple(_time(once, 1) for _ in range(repeat)), 1)
 
     @property
     def mean(self) -> float:
@@ -101,17 +119,48 @@ class BenchmarkResult:
         )
 
 
+class _Slots(threading.local):
+    """One thread's input and output slots and what it has done with them.
+
+    A ``threading.local``: each thread that touches an executor gets its own
+    instance, built by ``__init__`` with the executor's module and device on
+    that thread's first access.
+    """
+
+    def __init__(self, lib: Module, device: Device) -> None:
+        self.inputs = {
+            spec.name: empty(spec.shape, spec.dtype, device)
+            for spec in lib.input_specs
+        }
+        # The slots never change, so run() hands the module one prebuilt list:
+        # per-run overhead matters once a compiled module takes microseconds.
+        self.input_list = [self.inputs[spec.name] for spec in lib.input_specs]
+        self.unset = set(self.inputs)
+        self.outputs = [
+            empty(spec.shape, spec.dtype, device) for spec in lib.output_specs
+        ]
+        self.has_run = False
+
+
 class GraphExecutor:
     """Runs a compiled :class:`Module` on a device (TVM ``GraphModule``).
 
-    ``GraphExecutor(lib, ember.cpu(0))``; ``lib["default"](dev)`` is the same.
-    Creating the executor resolves the module's external functions, so an
-    unregistered ``graph.call_extern`` name fails here.
+    ``GraphExecutor(lib, ember.cpu(0))``; ``lib["default"](dev)`` is the same,
+    and ``GraphModule(lib["default"](dev))`` (TVM's spelling) is a new
+    executor over that executor's module and device.  Creating the executor
+    resolves the module's external functions, so an unregistered
+    ``graph.call_extern`` name fails here.  Safe to share between threads;
+    each thread has its own inputs and outputs (see the module docstring).
     """
 
     def __init__(
-        self, lib: Module, device: Device | Sequence[Device] | None = None
+        self,
+        lib: Module | GraphExecutor,
+        device: Device | Sequence[Device] | None = None,
     ) -> None:
+        if isinstance(lib, GraphExecutor):
+            device = lib.device if device is None else device
+            lib = lib.module
         if not isinstance(lib, Module):
             raise RuntimeFailure(
                 f"GraphExecutor expects a module from ember.build or ember.load_module, got {type(lib).__name__}"
@@ -121,18 +170,10 @@ class GraphExecutor:
         lib.resolve_externs()
         self._input_specs = {spec.name: spec for spec in lib.input_specs}
         self._input_order = [spec.name for spec in lib.input_specs]
-        self._inputs = {
-            spec.name: empty(spec.shape, spec.dtype, self._device)
-            for spec in lib.input_specs
-        }
-        # The slots never change, so run() hands the module one prebuilt list:
-        # per-run overhead matters once a compiled module takes microseconds.
-        self._input_slots = [self._inputs[name] for name in self._input_order]
-        self._unset = set(self._input_order)
-        self._outputs = [
-            empty(spec.shape, spec.dtype, self._device) for spec in lib.output_specs
-        ]
-        self._has_run = False
+        self._creator = threading.get_ident()
+        self._slots = _Slots(lib, self._device)  # this thread's, allocated now
+        # Module.run promises nothing about concurrent calls.
+        self._run_lock = threading.Lock()
 
     @staticmethod
     def _pick_device(lib: Module, device: Device | Sequence[Device] | None) -> Device:
@@ -180,7 +221,7 @@ class GraphExecutor:
 
     @property
     def num_outputs(self) -> int:
-        return len(self._outputs)
+        return len(self._lib.output_specs)
 
     def get_num_inputs(self) -> int:
         return self.num_inputs
@@ -248,9 +289,10 @@ class GraphExecutor:
             raise RuntimeFailure("set_input: a value was given without an input name")
         updates.extend((self._input_name(name), params[name]) for name in params)
         staged = [(name, self._checked_value(name, value)) for name, value in updates]
+        slots = self._slots
         for name, values in staged:
-            np.copyto(np.asarray(self._inputs[name]), values)
-            self._unset.discard(name)
+            np.copyto(np.asarray(slots.inputs[name]), values)
+            slots.unset.discard(name)
 
     def _checked_value(self, name: str, value: Any) -> np.ndarray:
         spec = self._input_specs[name]
@@ -270,12 +312,15 @@ class GraphExecutor:
             )
         return values
 
-    def get_input(self, key: str | int, out: NDArray | None = None) -> NDArray:
-        """The input slot ``key`` (or a copy of it in ``out``)."""
+    def get_input(
+        self, key: str | int, out: NDArray | np.ndarray | None = None
+    ) -> NDArray | np.ndarray:
+        """This thread's input slot ``key``, or ``out`` with a copy of it."""
         name = self._input_name(key)
-        if out is not None:
-            return out.copyfrom(self._inputs[name])
-        return self._inputs[name]
+        slot = self._slots.inputs[name]
+        if out is None:
+            return slot
+        return _copy_into(out, slot, f"get_input({key!r}, out)", f"input {name!r}")
 
     def load_params(
         self, params: bytes | bytearray | memoryview | Mapping[str, Any]
@@ -295,31 +340,50 @@ class GraphExecutor:
         """Run the module once; ``inputs`` are set first (as ``set_input(**inputs)``)."""
         if inputs:
             self.set_input(**inputs)
-        if self._unset:
-            missing = [name for name in self._input_order if name in self._unset]
+        slots = self._slots
+        if slots.unset:
+            missing = [name for name in self._input_order if name in slots.unset]
             raise RuntimeFailure(
                 f"run(): input(s) not set: {', '.join(missing)}; call set_input(name, array) first"
+                + self._per_thread_hint()
             )
-        self._lib.run(self._input_slots, self._outputs)
-        self._has_run = True
+        with self._run_lock:
+            self._lib.run(slots.input_list, slots.outputs)
+        slots.has_run = True
 
-    def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
-        """Output ``index``: the executor's output slot, or copied into ``out``."""
+    def _per_thread_hint(self) -> str:
+        if threading.get_ident() == self._creator:
+            return ""
+        return (
+            f" (in this thread, {threading.current_thread().name}: each thread has "
+            "its own inputs and outputs)"
+        )
+
+    def get_output(
+        self, index: int, out: NDArray | np.ndarray | None = None
+    ) -> NDArray | np.ndarray:
+        """Output ``index`` of this thread's last run: the executor's output
+        slot, or ``out`` (an NDArray or a numpy array of the output's shape
+        and dtype) with a copy of it."""
         if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
             raise RuntimeFailure(
                 f"get_output: the index must be an integer, got {index!r}"
             )
-        if not 0 <= index < len(self._outputs):
+        slots = self._slots
+        if not 0 <= index < len(slots.outputs):
             raise RuntimeFailure(
-                f"get_output({index}): index out of range, the module has {len(self._outputs)} output(s)"
+                f"get_output({index}): index out of range, the module has {len(slots.outputs)} output(s)"
             )
-        if not self._has_run:
+        if not slots.has_run:
             raise RuntimeFailure(
                 f"get_output({index}) before run(): set the inputs and call run() first"
+                + self._per_thread_hint()
             )
-        if out is not None:
-            return out.copyfrom(self._outputs[index])
-        return self._outputs[index]
+        if out is None:
+            return slots.outputs[index]
+        return _copy_into(
+            out, slots.outputs[index], f"get_output({index}, out)", f"output {index}"
+        )
 
     def benchmark(
         self,
@@ -348,9 +412,20 @@ class GraphExecutor:
             raise RuntimeFailure(
                 f"benchmark: only func_name='run' can be timed, got {func_name!r}"
             )
-        if repeat < 1 or number < 1:
+        repeat = _positive_int("repeat", repeat)
+        number = _positive_int("number", number)
+        if min_repeat_ms is not None and (
+            isinstance(min_repeat_ms, bool)
+            or not isinstance(min_repeat_ms, (int, float, np.integer, np.floating))
+            or not 0 <= min_repeat_ms < math.inf
+        ):
             raise RuntimeFailure(
-                f"benchmark: repeat and number must be >= 1, got repeat={repeat}, number={number}"
+                f"benchmark: min_repeat_ms must be a finite number of milliseconds >= 0 "
+                f"or None, got {min_repeat_ms!r}"
+            )
+        if not isinstance(end_to_end, (bool, np.bool_)):
+            raise RuntimeFailure(
+                f"benchmark: end_to_end must be True or False, got {end_to_end!r}"
             )
         if end_to_end and not inputs:
             raise RuntimeFailure(
@@ -364,21 +439,14 @@ class GraphExecutor:
                 self.set_input(**inputs)
             self.run()
             if end_to_end:
-                for output in self._outputs:
+                for output in self._slots.outputs:
                     output.numpy()
 
         once()  # warm-up; also reports unset inputs before any timing
         if min_repeat_ms:
             number = self._calibrate(once, number, min_repeat_ms / 1e3)
-        results = tuple(self._time(once, number) for _ in range(repeat))
+        results = tuple(_time(once, number) for _ in range(repeat))
         return BenchmarkResult(results, number)
-
-    @staticmethod
-    def _time(once: Any, number: int) -> float:
-        start = time.perf_counter()
-        for _ in range(number):
-            once()
-        return (time.perf_counter() - start) / number
 
     @staticmethod
     def _calibrate(once: Any, number: int, min_seconds: float) -> int:
@@ -388,7 +456,7 @@ class GraphExecutor:
         by the golden ratio, so a run that is slow at first cannot stall it.
         """
         while True:
-            per_run = GraphExecutor._time(once, number)
+            per_run = _time(once, number)
             if per_run * number >= min_seconds:
                 return number
             estimate = math.ceil(min_seconds / per_run) if per_run > 0 else number * 10
@@ -400,3 +468,40 @@ class GraphExecutor:
 
 GraphModule = GraphExecutor
 """TVM's name for the executor (``graph_executor.GraphModule``)."""
+
+
+def _time(once: Callable[[], object], number: int) -> float:
+    """Mean seconds per call over ``number`` back-to-back calls of ``once``."""
+    start = time.perf_counter()
+    for _ in range(number):
+        once()
+    return (time.perf_counter() - start) / number
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise RuntimeFailure(
+            f"benchmark: {name} must be an integer >= 1, got {value!r}"
+        )
+    return int(value)
+
+
+def _copy_into(
+    out: Any, slot: NDArray, what: str, source: str
+) -> NDArray | np.ndarray:
+    """Copy ``slot`` into ``out`` (an NDArray or a writable numpy array of
+    its shape and dtype) and return ``out``."""
+    if not isinstance(out, (NDArray, np.ndarray)):
+        raise RuntimeFailure(
+            f"{what}: out must be an ember NDArray or a numpy array, got {type(out).__name__}"
+        )
+    if out.shape != slot.shape or np.dtype(out.dtype) != np.dtype(slot.dtype):
+        raise RuntimeFailure(
+            f"{what}: out is {np.dtype(out.dtype).name}{list(out.shape)} but {source} is "
+            f"{slot.dtype}{list(slot.shape)}; pass an array of that shape and dtype"
+        )
+    target = np.asarray(out)
+    if not target.flags.writeable:
+        raise RuntimeFailure(f"{what}: out is a read-only numpy array")
+    np.copyto(target, np.asarray(slot))
+    return out

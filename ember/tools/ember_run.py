@@ -17,15 +17,22 @@ target="llvm")``) and run once; ``--interpret`` runs the reference
 interpreter instead, and ``--bench N`` also reports the latency of N runs.
 Execution sits behind :func:`prepare` and the table :data:`ENGINES`, so
 input handling and reporting do not depend on how a function runs.
+
+A file with a ``pipeline.graph @entry``, or an exported pipeline, streams
+``--count`` inputs through the pipeline executor and reports the
+throughput (``--sequential``: stage after stage); ``--bench N`` adds the
+latency line as for a function.  Inputs are gathered the same way, the
+pipeline's global inputs being the arguments, so ``--random-inputs --seed S``
+gives a pipeline the same arrays as a function with its signature.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -36,6 +43,9 @@ from ember.dialects.graph import numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
 from ember.ir import parse_source
 from ember.tools import read_source, remark_arguments, run_tool
+
+if TYPE_CHECKING:
+    from ember.runtime.graph_executor import BenchmarkResult
 
 TOOL = "ember-run"
 
@@ -96,16 +106,16 @@ def bench(runner: Runner, inputs: Sequence[np.ndarray], repeat: int) -> str:
 
     Each run sets every input and reads every output, as a caller of the
     tool would; ``GraphExecutor.benchmark`` times ``run`` alone."""
-    runner(inputs)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        runner(inputs)
-        times.append(time.perf_counter() - start)
-    ms = np.array(times) * 1e3
+    from ember.runtime.graph_executor import BenchmarkResult
+
+    return describe_latency(BenchmarkResult.measure(lambda: runner(inputs), repeat))
+
+
+def describe_latency(result: BenchmarkResult) -> str:
+    """The ``--bench`` line, for a function and for a pipeline alike."""
     return (
-        f"latency over {repeat} runs: median {np.median(ms):.3f} ms, "
-        f"min {ms.min():.3f} ms, mean {ms.mean():.3f} ms "
+        f"latency over {len(result.results)} runs: median {result.median_ms:.3f} ms, "
+        f"min {result.min_ms:.3f} ms, mean {result.mean_ms:.3f} ms "
         "(end to end: inputs copied in, outputs copied out)"
     )
 
@@ -197,19 +207,13 @@ def parse_input_specs(
 
 
 def random_array(argument: Argument, seed: int) -> np.ndarray:
-    """A reproducible array of the argument's type.
+    """A reproducible array of the argument's type, drawn by
+    :func:`ember.runtime.random_inputs.random_input` from ``seed`` and the
+    argument's position: the same arrays for a function and for a pipeline
+    with the same signature."""
+    from ember.runtime.random_inputs import random_input
 
-    As ``tvmc run --fill-mode random`` does: floats uniform in [0, 1),
-    integers uniform in [0, 8).  Non-negative values keep every argument
-    meaningful, variances and scales included (a negative ``bn_var`` would
-    make batch_norm NaN).  Each argument draws from its own stream, seeded by
-    ``seed`` and its position, so one input's values do not depend on which
-    others are random.
-    """
-    rng = np.random.default_rng([seed, argument.index])
-    if argument.dtype.kind == "f":
-        return rng.random(argument.shape, dtype=np.float64).astype(argument.dtype)
-    return rng.integers(0, 8, size=argument.shape, dtype=argument.dtype)
+    return random_input(argument.shape, argument.dtype, seed, argument.index)
 
 
 def load_array(path: str, what: str | None = None) -> np.ndarray:
@@ -421,8 +425,10 @@ def _pipeline_graph(module: ModuleOp, entry: str) -> object | None:
 
 
 def _run_pipeline(args: argparse.Namespace) -> int:
-    """Stream ``--count`` inputs through a pipeline and report its throughput."""
-    from ember.pipeline import run_pipeline_file
+    """Stream ``--count`` inputs through a pipeline and report its throughput
+    (and with ``--bench``, its latency).  Inputs are gathered as for a
+    function, the pipeline's global inputs being the arguments."""
+    from ember.pipeline import open_pipeline_file, run_pipeline
 
     if args.interpret:
         raise EmberError("--interpret does not apply to pipelines: stages run as built")
@@ -430,23 +436,26 @@ def _run_pipeline(args: argparse.Namespace) -> int:
         raise EmberError("a pipeline is read from a file or an exported directory, not stdin")
     if args.count < 1:
         raise EmberError(f"--count needs a positive number of inputs, got {args.count}")
-    inputs = {}
-    for spec in args.input:
-        name, sep, value = spec.partition("=")
-        if not sep or not name or not value:
-            raise EmberError(f"--input '{spec}' must be NAME=FILE.npy or NAME={RANDOM}")
-        if value != RANDOM:
-            inputs[name] = load_array(value)
-    result = run_pipeline_file(
-        args.input_file,
-        inputs,
-        entry=args.entry,
+    lib = open_pipeline_file(args.input_file, entry=args.entry)
+    arguments = [
+        Argument(spec.name, tensor_type(spec.shape, spec.dtype), index)
+        for index, spec in enumerate(lib.inputs)
+    ]
+    given = parse_input_specs(args.input, arguments)
+    inputs, origins = gather_inputs(arguments, given, args.random_inputs, args.seed)
+    for line in origins:
+        print(line)
+    result = run_pipeline(
+        lib,
+        {argument.name: array for argument, array in zip(arguments, inputs)},
         sequential=args.sequential,
         count=args.count,
-        seed=args.seed,
+        bench=args.bench or 0,
     )
     report_outputs(result.outputs, args.output)
     print(result.throughput)
+    if result.latency is not None:
+        print(describe_latency(result.latency))
     return 0
 
 
