@@ -219,3 +219,44 @@ def test_bound_constants_are_copied_into_the_stages_that_use_them() -> None:
     (expected,) = ember.interpret(bound, "main", x)
     (got,) = ember.interpret(split, "main", x)
     np.testing.assert_array_equal(got, expected)
+
+
+# --------------------------------------------------------------------------
+# balance=N: stages of near-equal estimated cost
+# --------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(graph_programs(min_ops=3, max_ops=8), st.integers(2, 3))
+def test_balanced_split_runs_as_the_original(program, stages):
+    """split-graph{balance=N} is sound: its stages, run in sequence, compute
+    what the function did."""
+    from hypothesis import assume
+
+    from ember.passes.split_graph import balanced_cuts
+
+    body = [n for n in program.op_names[:-1] if n != "graph.constant"]
+    assume(len(body) >= stages)
+    expected = ember.interpret(program.module, "main", *program.inputs)
+    ops, indices = balanced_cuts(program.module, stages)
+    assert len(ops) == stages - 1
+    split = ember.apply_passes(program.module, f"split-graph{{balance={stages}}}")
+    assert len(stage_functions(split)) == stages
+    for g, e in zip(interpret_pipeline(split, "main", *program.inputs), expected):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_balance_minimises_the_costliest_stage() -> None:
+    """resnet18 in 2 stages: the cut leaves each half of the FLOPs within a
+    few percent (the cost model: ember.passes.cost)."""
+    from ember.passes.cost import total_cost
+    from ember.testing import workloads
+
+    module, params = workloads.get("resnet18")
+    split = ember.apply_passes(ember.bind_params(module, params), "split-graph{balance=2}")
+    costs = [total_cost(f.body.block.ops).flops for f in stage_functions(split)]
+    assert max(costs) / sum(costs) < 0.55
+    with pytest.raises(ember.PassError, match="either balance=N or ops="):
+        ember.apply_passes(module, "split-graph{balance=2 ops=relu indices=0}")
+    with pytest.raises(ember.PassError, match="balance needs 2 stages or more"):
+        ember.apply_passes(module, "split-graph{balance=1}")

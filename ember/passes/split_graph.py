@@ -56,7 +56,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from ember import remarks
-from ember.passes.cost import total_cost
+from ember.passes.cost import op_cost, total_cost
 from ember.dialects.graph import ConstantOp
 from ember.dialects.pipeline import GraphOp, StageOp, YieldOp, check_placement
 from ember.errors import PassError
@@ -64,6 +64,7 @@ from ember.errors import PassError
 __all__ = [
     "SplitGraphPass",
     "SplitPlan",
+    "balanced_cuts",
     "plan_split",
     "split_graph",
     "stage_functions",
@@ -367,7 +368,8 @@ def _report_split(plan: SplitPlan, names: Sequence[str]) -> None:
             )
         remarks.analysis(
             "split-graph",
-            f"stage @{name}: {len(ops)} ops, estimated {costs[s].describe()} "
+            f"stage @{name}: {sum(1 for o in ops if o.name != 'graph.constant')} ops, "
+            f"estimated {costs[s].describe()} "
             f"({100 * costs[s].flops / total:.0f}% of the FLOPs)",
             ops[:1],
             stage=name,
@@ -445,22 +447,92 @@ def stage_functions(module: ModuleOp, entry: str = "main") -> list[FuncOp]:
     return functions
 
 
+def balanced_cuts(
+    module: ModuleOp, stages: int, entry: str = "main"
+) -> tuple[list[str], list[int]]:
+    """``(ops, indices)`` cutting ``@entry`` into ``stages`` stages of
+    near-equal estimated cost (:mod:`ember.passes.cost`: FLOPs, then bytes
+    moved), minimising the costliest stage; cuts fall after graph ops only
+    (never after a constant, which every stage that reads it copies)."""
+    spec = f"split-graph{{balance={stages}}}"
+    if stages < 2:
+        raise PassError(f"{spec}: balance needs 2 stages or more")
+    func = _function(module, entry, spec)
+    *body, _ = list(func.body.block.ops)
+    candidates = [
+        i for i, op in enumerate(body[:-1]) if op.name != "graph.constant"
+    ]
+    if len(candidates) < stages - 1:
+        raise PassError(
+            f"{spec}: @{entry} has {len(candidates) + 1} ops to cut between, "
+            f"too few for {stages} stages"
+        )
+    costs = [op_cost(op) for op in body]
+    # Weigh FLOPs first; bytes break ties between equally heavy cuts.
+    weights = [c.flops + c.bytes / 1e6 for c in costs]
+    prefix = [0.0]
+    for w in weights:
+        prefix.append(prefix[-1] + w)
+
+    def segment(a: int, b: int) -> float:  # ops a..b inclusive
+        return prefix[b + 1] - prefix[a]
+
+    # best[k][j]: the least possible costliest stage when the first k+1
+    # stages end after candidate position j (j an index into candidates).
+    ends = candidates + [len(body) - 1]
+    n = len(ends)
+    inf = float("inf")
+    best = [[inf] * n for _ in range(stages)]
+    back = [[-1] * n for _ in range(stages)]
+    for j in range(n):
+        best[0][j] = segment(0, ends[j])
+    for k in range(1, stages):
+        for j in range(k, n):
+            for i in range(k - 1, j):
+                value = max(best[k - 1][i], segment(ends[i] + 1, ends[j]))
+                if value < best[k][j]:
+                    best[k][j], back[k][j] = value, i
+    cuts: list[int] = []
+    j = n - 1
+    for k in range(stages - 1, 0, -1):
+        j = back[k][j]
+        cuts.append(ends[j])
+    cuts.reverse()
+    ops: list[str] = []
+    indices: list[int] = []
+    for position in cuts:
+        name = body[position].name
+        ops.append(name)
+        indices.append(sum(1 for op in body[:position] if op.name == name))
+    return ops, indices
+
+
 @dataclass(frozen=True)
 class SplitGraphPass(ModulePass):
     """Split a function after named ops into subgraph functions joined by a pipeline.graph.
 
     ``ops``/``indices``: cut after occurrence ``indices[k]`` (0-based) of op
-    ``ops[k]``; one op name applies to all indices.  ``entry``: the function
-    to split.  ``target``/``device``: where every stage is placed.
+    ``ops[k]``; one op name applies to all indices.  ``balance=N`` instead:
+    N stages of near-equal estimated cost (:func:`balanced_cuts`).
+    ``entry``: the function to split.  ``target``/``device``: where every
+    stage is placed.
     """
 
     name = "split-graph"
 
     ops: tuple[str, ...] = ()
     indices: tuple[int, ...] = ()
+    balance: int = 0
     entry: str = "main"
     target: str = "llvm"
     device: str = "cpu:0"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_split(op, self.ops, self.indices, self.entry, self.target, self.device)
+        ops, indices = self.ops, self.indices
+        if self.balance:
+            if ops or indices:
+                raise PassError(
+                    "split-graph: give either balance=N or ops=/indices=, not both"
+                )
+            ops, indices = balanced_cuts(op, self.balance, self.entry)
+        apply_split(op, ops, indices, self.entry, self.target, self.device)
