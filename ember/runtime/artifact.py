@@ -164,15 +164,15 @@ def _problem(value: Any, schema: Any, path: str) -> tuple[str, str] | None:
     return None
 
 
-def check_schema(value: Any, schema: Any, where: str) -> None:
+def check_schema(value: Any, schema: Any, where: str, path: str = "") -> None:
     """Raise :class:`ArtifactError` ``"{where}: field a.b[0] must be …"``
     unless ``value`` matches ``schema``.
 
     A schema is a :class:`Check`, ``[item_schema]`` (a list), ``{key:
     schema}`` (an object with at least these keys), :class:`MapOf` or
-    :class:`OneOf`.
+    :class:`OneOf`.  ``path`` is where ``value`` sits in its document.
     """
-    found = _problem(value, schema, "")
+    found = _problem(value, schema, path)
     if found is not None:
         field, what = found
         raise ArtifactError(f"{where}: field {field or '(the document)'} {what}")

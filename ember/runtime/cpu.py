@@ -280,7 +280,7 @@ class LLVMModule(Module):
         for name in (OBJECT_FILE, LAYOUT_FILE, CONSTANTS_FILE):
             if name not in files:
                 raise ArtifactError(f"the llvm payload needs {name}, which the manifest does not list")
-        check_schema(metadata, METADATA_SCHEMA, "corrupt manifest: field backend")
+        check_schema(metadata, METADATA_SCHEMA, "corrupt manifest", "backend")
         _check_cpu(metadata)
         layout_json = _read_layout_json(files[LAYOUT_FILE])
         layout = ProgramLayout.from_json(layout_json)
@@ -356,6 +356,11 @@ def _check_signature(
     layout: ProgramLayout,
 ) -> None:
     """The manifest's signature is the one the code was compiled for."""
+    if signature.name != layout.function:
+        raise ArtifactError(
+            f"corrupt artifact: the manifest names entry @{signature.name}, but "
+            f"{OBJECT_FILE} was compiled for @{layout.function}"
+        )
     free = [spec for spec in signature.inputs if spec.name not in params]
     for what, specs, buffers in (
         ("inputs", free, layout.inputs),
