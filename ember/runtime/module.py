@@ -20,7 +20,8 @@ Artifact format (``export_library(path)``): a **directory** ::
     net.ember/
       manifest.json   format name and version, ember version, target, entry
                       signature, bound param names, extern function names,
-                      backend metadata, and for every file its sha256
+                      backend metadata, for every file its sha256 and size,
+                      and the sha256 of the manifest's own content
       params.npz      bound params (numpy .npz, no pickles)
       graph.mlir      backend payload files (interp: the graph IR text)
 
@@ -28,9 +29,12 @@ A directory rather than one archive because every part stays readable with
 ordinary tools (``cat manifest.json``, ``ember-opt graph.mlir``,
 ``np.load('params.npz')``) and because payloads that the system must open by
 path (a shared library for ``dlopen``, a cubin) need no extraction step.
-The write is atomic (a sibling temporary directory renamed into place), and
-loading verifies every checksum, so a truncated or edited artifact fails with
-a message naming the bad file instead of producing wrong numbers.
+The write is atomic (a sibling temporary directory renamed into place).
+Loading reads every file as untrusted data through
+:mod:`ember.runtime.artifact` (regular files only, bounded reads, checksums,
+a schema) and cross-checks the manifest against the payload, so a truncated,
+edited or forged artifact fails with a message naming the file and field
+instead of producing wrong numbers or crashing.
 """
 
 from __future__ import annotations
