@@ -187,9 +187,18 @@ def test_forged_manifest_shape_fails_in_a_fresh_process_without_crashing(conv: P
     assert "are not the inputs program.o was compiled for" in load_elsewhere(conv)
 
 
-def test_forged_interp_manifest_is_refused(interp: Path) -> None:
-    forge(interp, set_field("entry", "inputs", 0, "shape", value=[1, 2, 8, 8]))
-    with pytest.raises(ember.ArtifactError, match="graph.mlir does not match the manifest"):
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (set_field("entry", "inputs", 0, "shape", value=[1, 2, 8, 8]), "has another signature"),
+        (set_field("extern_funcs", value=["os.system"]),
+         r"it calls \[\], the manifest lists \[os\.system\] as extern_funcs"),
+    ],
+    ids=["shape", "externs"],
+)
+def test_forged_interp_manifest_is_refused(interp: Path, change, message: str) -> None:
+    forge(interp, change)
+    with pytest.raises(ember.ArtifactError, match=f"graph.mlir does not match the manifest: .*{message}"):
         ember.load_module(interp)
 
 
@@ -257,6 +266,10 @@ OBJECT_FORGERIES: dict[str, tuple[Callable[[bytearray], bytes], str]] = {
     "relocation-offset": (
         lambda d: _with(d, _relocation_section_offset(d), struct.pack("<Q", 2**40)),
         "patches past the end of its section",
+    ),
+    "relocation-addend": (
+        lambda d: _with(d, _relocation_section_offset(d) + 16, struct.pack("<q", 2**40)),
+        "points outside the section of its symbol",
     ),
     "unresolved-symbol": (
         lambda d: bytes(d).replace(b"GOMP_parallel\0", b"GOMP_parallex\0"),
@@ -452,6 +465,24 @@ def test_wrong_pipeline_config_types_name_the_field(pipeline: Path, change, mess
         load_library(pipeline)
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (set_field("stages", 1, "inputs", 0, "name", value="other"),
+         r"stage @main_1 lists inputs \['other'\], but its module takes \['data_n'\]"),
+        (lambda config: config["params"].append("data"),
+         r"data listed both as params \(bound at build time\) and as inputs"),
+    ],
+    ids=["stage-input-name", "param-and-input"],
+)
+def test_forged_pipeline_config_is_cross_checked(pipeline: Path, change, message: str) -> None:
+    config = json.loads(pipeline.read_text())
+    change(config)
+    pipeline.write_text(json.dumps(seal(config)))
+    with pytest.raises(ember.ArtifactError, match=message):
+        load_library(pipeline)
+
+
 def test_deeply_nested_pipeline_config(pipeline: Path) -> None:
     pipeline.write_text("[" * 100_000)
     with pytest.raises(ember.ArtifactError, match=r"pipeline\.json: the JSON is nested too deeply"):
@@ -470,3 +501,99 @@ def test_a_fifo_pipeline_config_is_refused(pipeline: Path) -> None:
     pipeline.unlink()
     os.mkfifo(pipeline)
     assert "pipeline.json is a FIFO" in load_elsewhere(pipeline.parent, "pipeline")
+
+
+# -- bounded fuzzing: forged manifests, layouts and object metadata -----------------
+
+FUZZ_VALUES = [-1, 0, 2**70, "", "x", "float64", "object", [], {}, None, True, 1.5, [[1]]]
+
+
+def _mutate_json(document: Any, rng: np.random.Generator) -> None:
+    """Replace, delete or duplicate one value somewhere in ``document``."""
+    paths: list[tuple[Any, ...]] = []
+
+    def walk(value: Any, path: tuple[Any, ...]) -> None:
+        if path and path[-1] != "sha256":
+            paths.append(path)
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            walk(item, (*path, key))
+
+    walk(document, ())
+    path = paths[rng.integers(len(paths))]
+    parent = document
+    for key in path[:-1]:
+        parent = parent[key]
+    old, roll = parent[path[-1]], rng.random()
+    if roll < 0.15 and isinstance(parent, dict):
+        del parent[path[-1]]
+    elif roll < 0.3 and isinstance(parent, list):
+        parent.append(old)
+    elif type(old) is int:
+        parent[path[-1]] = old + int(rng.choice([-1, 1, 64]))
+    else:
+        parent[path[-1]] = FUZZ_VALUES[rng.integers(len(FUZZ_VALUES))]
+
+
+def _forged_copy(source: Path, work: Path, rng: np.random.Generator) -> None:
+    """A copy of ``source`` with one forged file, checksums recomputed."""
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(source, work)
+    roll = rng.random()
+    if roll < 1 / 3:
+        forge(work, lambda manifest: _mutate_json(manifest, rng))
+        return
+    if roll < 2 / 3:
+        layout = json.loads((work / "layout.json").read_text())
+        _mutate_json(layout, rng)
+        forge(work, layout_json=json.dumps(layout).encode())
+        return
+    # constants.npz: zip and .npy headers and data (mutated data would only be
+    # other numbers; the zip's CRCs refuse it anyway).
+    data = bytearray((work / "constants.npz").read_bytes())
+    for _ in range(int(rng.integers(1, 5))):
+        data[int(rng.integers(len(data)))] = int(rng.integers(256))
+    forge(work, constants_npz=bytes(data))
+
+
+def _fuzz(source: Path, work: Path, seed: int, count: int) -> None:
+    """Load and run ``count`` forgeries of ``source``; anything but success or
+    an ArtifactError escapes (and a crash kills the process)."""
+    rng = np.random.default_rng(seed)
+    outcomes = {"loaded": 0, "refused": 0}
+    for _ in range(count):
+        _forged_copy(source, work, rng)
+        try:
+            lib = ember.load_module(work)
+        except ember.ArtifactError:
+            outcomes["refused"] += 1
+            continue
+        ex = ember.GraphExecutor(lib, ember.cpu(0))
+        for spec in lib.input_specs:
+            ex.set_input(spec.name, np.zeros(spec.shape, spec.dtype))
+        ex.run()
+        outcomes["loaded"] += 1
+    print("OUTCOMES", json.dumps(outcomes))
+
+
+def test_forgeries_are_refused_or_harmless(exported_conv: Path, tmp_path: Path) -> None:
+    """Random forgeries of the manifest, the layout and the constants
+    (checksums recomputed): each loads and runs, or is an ArtifactError.
+
+    program.o is not fuzzed here: a mutation of where its code jumps or what
+    a relocation patches is a change of the machine code, which is trusted
+    (docs/runtime.md); its structural checks have one test each above."""
+    result = subprocess.run(
+        [sys.executable, __file__, str(exported_conv), str(tmp_path / "work"), "0", "60"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcomes = json.loads(result.stdout.split("OUTCOMES", 1)[1])
+    assert outcomes["refused"] > outcomes["loaded"] > 0
+
+
+if __name__ == "__main__":
+    _fuzz(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

@@ -724,6 +724,12 @@ def _library_from_config(config: Mapping[str, Any], root: ArtifactDir) -> Pipeli
         raise ArtifactError(
             f"corrupt pipeline config in {root.path}: two stages have the same name"
         )
+    bound_inputs = sorted(set(config["params"]) & {spec.name for spec in inputs})
+    if bound_inputs:
+        raise ArtifactError(
+            f"corrupt pipeline config in {root.path}: {', '.join(bound_inputs)} "
+            "listed both as params (bound at build time) and as inputs"
+        )
     stages = tuple(_load_stage(entry, root, index_of) for entry in stage_entries)
     return PipelineLibrary(
         name=config["name"],
@@ -763,6 +769,13 @@ def _load_stage(
         raise ArtifactError(
             f"corrupt pipeline config in {root.path}: stage @{name}: {e}"
         ) from None
+    listed = [item["name"] for item in entry["inputs"]]
+    takes = [spec.name for spec in module.input_specs]
+    if listed != takes:
+        raise ArtifactError(
+            f"corrupt pipeline config in {root.path}: stage @{name} lists inputs "
+            f"{listed}, but its module takes {takes}"
+        )
     sources = tuple(
         _source_from_json(item["from"], index_of) for item in entry["inputs"]
     )

@@ -119,7 +119,7 @@ def _describe(value: Any) -> str:
         float: "a number",
         type(None): "null",
     }.get(type(value), type(value).__name__)
-    if isinstance(value, (dict, list)):
+    if isinstance(value, (dict, list)) or value is None:
         return kind
     text = json.dumps(value)
     return f"{kind} {text if len(text) <= 40 else text[:37] + '...'}"

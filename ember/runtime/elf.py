@@ -6,10 +6,12 @@ defines crashes or aborts the process instead of raising.  :func:`read_object`
 checks, in Python, everything the linker relies on — the header (ELF64,
 this machine's byte order and architecture, a relocatable object), that
 every section, symbol and relocation lies inside the file and its section,
-that symbol names are inside the string table, and (on x86-64) that every
-relocation has a type the JIT linker implements — and returns the symbol
-table.  It cannot tell whether the machine code itself is correct: that is
-why loading an artifact is as trusting as loading a shared library.
+that symbol names are inside the string table, that relocations point
+within their symbol's section, and (on x86-64) that every relocation has a
+type the JIT linker implements — and returns the symbol table.  It cannot
+tell whether the machine code itself (nor an addend that points to the
+wrong place inside the right section) is correct: that is why loading an
+artifact is as trusting as loading a shared library.
 """
 
 from __future__ import annotations
@@ -169,6 +171,7 @@ def _read(data: bytes, machine: str) -> ObjectFile:
         raise _Bad("malformed symbol table")
     count = symtab.size // 24
     symbols: dict[str, Symbol] = {}
+    placed: list[tuple[int, int]] = [(_SHN_UNDEF, 0)]  # (section, value) by index
     for i in range(1, count):
         st_name, st_info, _, st_shndx, st_value, st_size = struct.unpack_from(
             e + "IBBHQQ", data, symtab.offset + 24 * i
@@ -181,12 +184,13 @@ def _read(data: bytes, machine: str) -> ObjectFile:
             section = sections[st_shndx]
             if section.kind != _SHT_NOBITS and st_value + st_size > section.size:
                 raise _Bad(f"symbol {i} lies past the end of its section")
+        placed.append((st_shndx, st_value))
         name = _string(data, strtab.offset, strtab.size, st_name)
         if name and (st_info >> 4) != 0:  # global and weak symbols, not locals
             symbols[name] = Symbol(name, st_info & 0xF, st_shndx, st_value, st_size)
     for i, section in enumerate(sections):
         if section.kind in (_SHT_RELA, _SHT_REL):
-            _check_relocations(data, e, sections, i, symtabs[0], count, machine)
+            _check_relocations(data, e, sections, i, symtabs[0], placed, machine)
     return ObjectFile(data, sections, symbols)
 
 
@@ -205,9 +209,13 @@ def _check_relocations(
     sections: tuple[Section, ...],
     index: int,
     symtab: int,
-    symbol_count: int,
+    placed: list[tuple[int, int]],
     machine: str,
 ) -> None:
+    """Each relocation patches bytes inside its section, names an existing
+    symbol, has a type the JIT linker implements, and (with an addend) points
+    within its symbol's section, or near an undefined symbol — give or take
+    the few bytes PC-relative encodings subtract."""
     section = sections[index]
     entsize = 24 if section.kind == _SHT_RELA else 16
     if section.entsize != entsize or section.size % entsize:
@@ -218,7 +226,7 @@ def _check_relocations(
     for k in range(section.size // entsize):
         r_offset, r_info = struct.unpack_from(e + "QQ", data, section.offset + entsize * k)
         kind, symbol = r_info & 0xFFFFFFFF, r_info >> 32
-        if symbol >= symbol_count:
+        if symbol >= len(placed):
             raise _Bad(f"relocation {k} of section {index} names symbol {symbol}, which does not exist")
         width = 4
         if machine == "x86_64":
@@ -230,3 +238,22 @@ def _check_relocations(
             width = _X86_64_RELOCATIONS[kind]
         if r_offset + width > target.size:
             raise _Bad(f"relocation {k} of section {index} patches past the end of its section")
+        if section.kind == _SHT_RELA:
+            (addend,) = struct.unpack_from(e + "q", data, section.offset + entsize * k + 16)
+            _check_addend(sections, placed[symbol], addend, f"relocation {k} of section {index}")
+
+
+_ADDEND_SLACK = 16
+
+
+def _check_addend(
+    sections: tuple[Section, ...], placed: tuple[int, int], addend: int, what: str
+) -> None:
+    shndx, value = placed
+    if shndx == _SHN_UNDEF:
+        if abs(addend) > _ADDEND_SLACK:
+            raise _Bad(f"{what} points {addend} bytes away from an undefined symbol")
+    elif shndx < _SHN_LORESERVE:
+        size = sections[shndx].size
+        if not -_ADDEND_SLACK <= value + addend <= size + _ADDEND_SLACK:
+            raise _Bad(f"{what} points outside the section of its symbol")

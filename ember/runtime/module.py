@@ -487,6 +487,12 @@ class InterpModule(Module):
             raise ArtifactError(
                 f"{cls.GRAPH_FILE} does not match the manifest: @{signature.name} has another signature"
             )
+        if tuple(extern_funcs) != extern_function_names(ir):
+            raise ArtifactError(
+                f"{cls.GRAPH_FILE} does not match the manifest: it calls "
+                f"[{', '.join(extern_function_names(ir))}], the manifest lists "
+                f"[{', '.join(extern_funcs)}] as extern_funcs"
+            )
         return cls(ir, signature, params, extern_funcs)
 
 
