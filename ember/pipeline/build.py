@@ -703,8 +703,8 @@ def _read_config(root: ArtifactDir, name: str) -> dict[str, Any]:
     config, _, where = root.read_json(name, "corrupt pipeline config")
     if not isinstance(config, dict) or config.get("format") != FORMAT_NAME:
         raise ArtifactError(
-            f"{root.path / name} is not an ember pipeline config (no format {FORMAT_NAME!r}); "
-            "load a single module with ember.load_module"
+            f"{root.path / name} is not an ember pipeline config (no format "
+            f"{FORMAT_NAME!r}); load a single module with ember.load_module"
         )
     check_format_version(
         config.get("format_version"), FORMAT_VERSION, f"{root.path / name} has pipeline"
@@ -716,7 +716,9 @@ def _read_config(root: ArtifactDir, name: str) -> dict[str, Any]:
     return config
 
 
-def _library_from_config(config: Mapping[str, Any], root: ArtifactDir) -> PipelineLibrary:
+def _library_from_config(
+    config: Mapping[str, Any], root: ArtifactDir
+) -> PipelineLibrary:
     inputs = tuple(TensorSpec.from_json(item) for item in config["inputs"])
     stage_entries = config["stages"]
     index_of = {entry["name"]: i for i, entry in enumerate(stage_entries)}
@@ -755,7 +757,8 @@ def _load_stage(
             f"{artifact_name}/{MANIFEST_FILE}"
         )
     try:
-        module = load_artifact(root.subdirectory(artifact_name), entry["manifest_sha256"])
+        stage_dir = root.subdirectory(artifact_name)
+        module = load_artifact(stage_dir, entry["manifest_sha256"])
     except ArtifactError as e:
         raise ArtifactError(f"stage @{name} of pipeline {root.path}: {e}") from None
     if module.target != target:

@@ -278,7 +278,9 @@ class ArtifactDir:
         try:
             info = os.lstat(path)
         except FileNotFoundError:
-            raise ArtifactError(f"incomplete artifact {self.path}: {name} is missing") from None
+            raise ArtifactError(
+                f"incomplete artifact {self.path}: {name} is missing"
+            ) from None
         except OSError as e:
             raise ArtifactError(f"cannot read {path}: {e.strerror}") from None
         if not stat.S_ISDIR(info.st_mode):
@@ -378,12 +380,15 @@ def read_npz(blob: bytes, what: str, kind: str) -> dict[str, np.ndarray]:
             for info in archive.infolist():
                 name = info.filename.removesuffix(".npy")
                 if name == info.filename or not name:
-                    raise ArtifactError(f"{bad}: member {info.filename!r} is not a .npy array")
+                    raise ArtifactError(
+                        f"{bad}: member {info.filename!r} is not a .npy array"
+                    )
                 if name in arrays:
                     raise ArtifactError(f"{bad}: array {name!r} appears twice")
                 if info.compress_type != zipfile.ZIP_STORED:
                     raise ArtifactError(
-                        f"{bad}: array {name!r} is compressed; ember writes stored arrays only"
+                        f"{bad}: array {name!r} is compressed; "
+                        "ember writes stored arrays only"
                     )
                 arrays[name] = _read_npy(archive, info, f"{bad}: array {name!r}")
     except ArtifactError:
@@ -421,5 +426,6 @@ def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, what: str) -> np.
                 f"holds {info.file_size - member.tell()} bytes"
             )
         data = member.read(nbytes)
-    values = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    order = "F" if fortran else "C"
+    values = np.frombuffer(data, dtype=dtype).reshape(shape, order=order)
     return values.copy()  # writable and owning its memory, as np.load's arrays

@@ -342,9 +342,9 @@ def _read_object(
         )
     if recorded != layout_digest(layout_json).encode():
         raise ArtifactError(
-            f"corrupt llvm payload: {LAYOUT_FILE} does not describe {OBJECT_FILE} (the code "
-            "was compiled for another frame layout: shapes, sizes or symbols were edited, "
-            "or the files come from two exports)"
+            f"corrupt llvm payload: {LAYOUT_FILE} does not describe {OBJECT_FILE} "
+            "(the code was compiled for another frame layout: shapes, sizes or "
+            "symbols were edited, or the files come from two exports)"
         )
     return obj
 

@@ -132,9 +132,9 @@ def _read(data: bytes, machine: str) -> ObjectFile:
     if data[5] != (1 if little else 2):
         raise _Bad(f"not {sys.byteorder}-endian, as this machine is")
     e = "<" if little else ">"
-    (e_type, e_machine, _, _, _, e_shoff, _, _, _, _, e_shentsize, e_shnum, e_shstrndx) = (
-        struct.unpack_from(e + "HHIQQQIHHHHHH", data, 16)
-    )
+    header = struct.unpack_from(e + "HHIQQQIHHHHHH", data, 16)
+    e_type, e_machine, e_shoff = header[0], header[1], header[5]
+    e_shentsize, e_shnum, e_shstrndx = header[10], header[11], header[12]
     if e_type != _ET_REL:
         raise _Bad(f"ELF type {e_type}, not a relocatable object (1)")
     expected = MACHINES.get(machine)
@@ -146,7 +146,8 @@ def _read(data: bytes, machine: str) -> ObjectFile:
         raise _Bad("the section header table lies past the end of the file")
 
     raw_sections = [
-        struct.unpack_from(e + "IIQQQQIIQQ", data, e_shoff + 64 * i) for i in range(e_shnum)
+        struct.unpack_from(e + "IIQQQQIIQQ", data, e_shoff + 64 * i)
+        for i in range(e_shnum)
     ]
     for i, (_, kind, _, _, offset, size, link, _, align, _) in enumerate(raw_sections):
         if kind != _SHT_NOBITS and offset + size > len(data):
@@ -159,7 +160,9 @@ def _read(data: bytes, machine: str) -> ObjectFile:
             raise _Bad(f"section {i} links to section {link}, which does not exist")
     names = raw_sections[e_shstrndx]
     sections = tuple(
-        Section(_string(data, names[4], names[5], s[0]), s[1], s[2], s[4], s[5], s[6], s[7], s[9])
+        Section(
+            _string(data, names[4], names[5], s[0]), s[1], s[2], s[4], s[5], s[6], s[7], s[9]
+        )
         for s in raw_sections
     )
     symtabs = [i for i, s in enumerate(sections) if s.kind == _SHT_SYMTAB]
@@ -224,10 +227,14 @@ def _check_relocations(
         raise _Bad(f"relocation section {index} refers to the wrong sections")
     target = sections[section.info]
     for k in range(section.size // entsize):
-        r_offset, r_info = struct.unpack_from(e + "QQ", data, section.offset + entsize * k)
+        entry = section.offset + entsize * k
+        r_offset, r_info = struct.unpack_from(e + "QQ", data, entry)
         kind, symbol = r_info & 0xFFFFFFFF, r_info >> 32
         if symbol >= len(placed):
-            raise _Bad(f"relocation {k} of section {index} names symbol {symbol}, which does not exist")
+            raise _Bad(
+                f"relocation {k} of section {index} names symbol {symbol}, which does "
+                "not exist"
+            )
         width = 4
         if machine == "x86_64":
             if kind not in _X86_64_RELOCATIONS:
@@ -237,10 +244,13 @@ def _check_relocations(
                 )
             width = _X86_64_RELOCATIONS[kind]
         if r_offset + width > target.size:
-            raise _Bad(f"relocation {k} of section {index} patches past the end of its section")
+            raise _Bad(
+                f"relocation {k} of section {index} patches past the end of its section"
+            )
         if section.kind == _SHT_RELA:
-            (addend,) = struct.unpack_from(e + "q", data, section.offset + entsize * k + 16)
-            _check_addend(sections, placed[symbol], addend, f"relocation {k} of section {index}")
+            (addend,) = struct.unpack_from(e + "q", data, entry + 16)
+            where = f"relocation {k} of section {index}"
+            _check_addend(sections, placed[symbol], addend, where)
 
 
 _ADDEND_SLACK = 16

@@ -792,7 +792,9 @@ def _check_manifest_names(
     listed = set(manifest["files"])
     if listed != expected:
         problems = [f"no checksum for {name}" for name in sorted(expected - listed)]
-        problems += [f"{name} is not a file of the artifact" for name in sorted(listed - expected)]
+        problems += [
+            f"{name} is not a file of the artifact" for name in sorted(listed - expected)
+        ]
         raise ArtifactError(f"{where}: field files: {'; '.join(problems)}")
 
 
