@@ -205,6 +205,12 @@ def test_forged_interp_manifest_is_refused(interp: Path, change, message: str) -
 # -- forged payloads: the layout and the object are checked before MCJIT sees them ----
 
 
+def test_a_deeply_nested_layout_is_refused(conv: Path) -> None:
+    forge(conv, layout_json=b"[" * 100_000)
+    with pytest.raises(ember.ArtifactError, match=r"layout\.json: the JSON is nested too deeply"):
+        ember.load_module(conv)
+
+
 def edit_layout(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     layout = json.loads((path / "layout.json").read_text())
     change(layout)
@@ -487,6 +493,13 @@ def test_deeply_nested_pipeline_config(pipeline: Path) -> None:
     pipeline.write_text("[" * 100_000)
     with pytest.raises(ember.ArtifactError, match=r"pipeline\.json: the JSON is nested too deeply"):
         load_library(pipeline)
+
+
+def test_exporting_over_a_garbled_earlier_config(pipeline: Path) -> None:
+    lib = load_library(pipeline)
+    pipeline.write_text("[" * 100_000)
+    assert lib.export_library(pipeline.parent) == str(pipeline)
+    assert load_library(pipeline).stages[0].name == "main_0"
 
 
 def test_a_stage_directory_symlinked_elsewhere_is_refused(pipeline: Path, tmp_path: Path) -> None:

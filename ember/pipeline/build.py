@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -631,17 +630,22 @@ def write_pipeline(lib: PipelineLibrary, root: Path) -> Path:
 
 
 def _previous_artifacts(config_path: Path) -> set[str]:
-    """Stage directories of an earlier export at the same place (best effort)."""
-    try:
-        stages = json.loads(config_path.read_text())["stages"]
-        return {
-            s["artifact"]
-            for s in stages
-            if isinstance(s.get("artifact"), str)
-            and _SAFE_NAME.fullmatch(s["artifact"])
-        }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    """Stage directories of an earlier export at the same place (best effort:
+    read like any artifact file, so a link, a FIFO or garbage there is none)."""
+    if not os.path.lexists(config_path):
         return set()
+    try:
+        config, _, where = ArtifactDir(config_path.parent).read_json(
+            config_path.name, "earlier pipeline config"
+        )
+        check_schema(config, {"stages": [{"artifact": STRING}]}, where)
+    except ArtifactError:
+        return set()
+    return {
+        stage["artifact"]
+        for stage in config["stages"]
+        if _SAFE_NAME.fullmatch(stage["artifact"])
+    }
 
 
 # --------------------------------------------------------------------------
