@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 from xdsl.dialects.builtin import ModuleOp as _ModuleOp
 
 from ember.build import build  # eager: a lazy one would be shadowed by ember/build.py
-from ember.errors import EmberError, IRError, PassError, RuntimeFailure
+from ember.errors import ArtifactError, EmberError, IRError, PassError, RuntimeFailure
 from ember.ir import parse, to_text, verify_module
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArtifactError",
     "EmberError",
     "GraphExecutor",
     "GraphModule",

@@ -25,3 +25,8 @@ class PassError(EmberError):
 
 class RuntimeFailure(EmberError, RuntimeError):
     """A compiled module or executor was used wrongly or failed to run."""
+
+
+class ArtifactError(RuntimeFailure):
+    """An exported module or pipeline on disk is missing, damaged, forged, or
+    of another format version; the message names the file and the field."""

@@ -53,6 +53,7 @@ from ember.runtime import (
     remove_global_func,
     threads,
 )
+from ember.runtime.artifact import seal
 from ember.testing import workloads
 from ember.testing.strategies import graph_programs
 
@@ -723,9 +724,10 @@ def exported(tmp_path) -> Path:
 
 
 def _edit_json(path: Path, change) -> None:
+    """Change the config and reseal it, as a forger would."""
     data = json.loads(path.read_text())
     change(data)
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(seal(data)))
 
 
 @pytest.mark.parametrize(
@@ -746,7 +748,7 @@ def _edit_json(path: Path, change) -> None:
         ),
         (
             lambda p: _edit_json(p, lambda d: d.pop("stages")),
-            r"bad or missing entry 'stages'",
+            r"pipeline\.json: field stages is missing",
         ),
         (
             lambda p: _edit_json(
@@ -770,7 +772,8 @@ def _edit_json(path: Path, change) -> None:
             lambda p: (p.parent / "main_1" / "manifest.json").write_text(
                 (p.parent / "main_1" / "manifest.json").read_text() + " "
             ),
-            r"main_1/manifest\.json of stage @main_1 does not match its checksum",
+            r"stage @main_1 .*main_1: manifest\.json does not match the checksum its "
+            r"pipeline config records",
         ),
         (
             lambda p: (p.parent / "main_0" / "graph.mlir").write_text("garbage"),

@@ -16,6 +16,7 @@ import pytest
 import ember
 from ember.build import build
 from ember.errors import RuntimeFailure
+from ember.runtime.artifact import seal
 from ember.runtime.graph_executor import GraphExecutor
 from ember.runtime.module import (
     FORMAT_VERSION,
@@ -188,9 +189,10 @@ def test_export_refuses_to_clobber_other_files(tmp_path: Path) -> None:
 
 
 def edit_manifest(artifact: Path, **changes: object) -> None:
+    """Change manifest fields and reseal it, as a forger would."""
     manifest = json.loads((artifact / "manifest.json").read_text())
     manifest.update(changes)
-    (artifact / "manifest.json").write_text(json.dumps(manifest))
+    (artifact / "manifest.json").write_text(json.dumps(seal(manifest)))
 
 
 def test_missing_path(tmp_path: Path) -> None:
@@ -215,8 +217,8 @@ def test_corrupt_manifest_json(artifact: Path) -> None:
 def test_manifest_without_entry(artifact: Path) -> None:
     manifest = json.loads((artifact / "manifest.json").read_text())
     del manifest["entry"]
-    (artifact / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(ArtifactError, match="corrupt manifest.*'entry'"):
+    (artifact / "manifest.json").write_text(json.dumps(seal(manifest)))
+    with pytest.raises(ArtifactError, match="corrupt manifest.*field entry is missing"):
         load_module(artifact)
 
 
@@ -246,7 +248,7 @@ def test_unknown_target_in_manifest(artifact: Path) -> None:
 
 def test_missing_payload(artifact: Path) -> None:
     (artifact / "graph.mlir").unlink()
-    with pytest.raises(ArtifactError, match="payload file graph.mlir is missing"):
+    with pytest.raises(ArtifactError, match="graph.mlir is missing"):
         load_module(artifact)
 
 
@@ -272,7 +274,8 @@ def test_payload_with_invalid_ir_and_consistent_checksum(artifact: Path) -> None
     (artifact / "graph.mlir").write_bytes(bad)
     manifest = json.loads((artifact / "manifest.json").read_text())
     manifest["files"]["graph.mlir"]["sha256"] = hashlib.sha256(bad).hexdigest()
-    (artifact / "manifest.json").write_text(json.dumps(manifest))
+    manifest["files"]["graph.mlir"]["bytes"] = len(bad)
+    (artifact / "manifest.json").write_text(json.dumps(seal(manifest)))
     with pytest.raises(ArtifactError, match="graph.mlir does not hold valid IR"):
         load_module(artifact)
 

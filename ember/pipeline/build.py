@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -76,6 +75,18 @@ from ember.runtime.device import Device, device
 
 # The module artifact's "JSON for people" layout (each tensor entry on one
 # line), so that pipeline.json reads like the stage manifests next to it.
+from ember.runtime.artifact import (
+    NAME,
+    NATURAL,
+    SHA256,
+    STRING,
+    TENSOR,
+    ArtifactDir,
+    OneOf,
+    check_schema,
+    check_seal,
+    seal,
+)
 from ember.runtime.module import (
     MANIFEST_FILE,
     ArtifactError,
@@ -83,7 +94,7 @@ from ember.runtime.module import (
     TensorSpec,
     check_format_version,
     format_json,
-    load_module,
+    load_artifact,
 )
 from ember.runtime.ndarray import as_host_array
 
@@ -99,7 +110,7 @@ __all__ = [
 
 CONFIG_FILE = "pipeline.json"
 FORMAT_NAME = "ember-pipeline"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 STAGE_ENTRY = "main"
 """The name of the stage function inside a stage module (see :func:`stage_module_of`)."""
@@ -606,7 +617,7 @@ def write_pipeline(lib: PipelineLibrary, root: Path) -> Path:
         for stage, artifact in zip(lib.stages, artifacts):
             stage.module.export_library(root / artifact)
             checksums.append(_sha256_file(root / artifact / MANIFEST_FILE))
-        text = format_json(config_json(lib, artifacts, checksums)) + "\n"
+        text = format_json(seal(config_json(lib, artifacts, checksums))) + "\n"
         staging = root / f".{CONFIG_FILE}.tmp-{uuid.uuid4().hex[:8]}"
         staging.write_text(text)
         os.replace(staging, config_path)  # atomic: readers see old or new
@@ -619,22 +630,50 @@ def write_pipeline(lib: PipelineLibrary, root: Path) -> Path:
 
 
 def _previous_artifacts(config_path: Path) -> set[str]:
-    """Stage directories of an earlier export at the same place (best effort)."""
-    try:
-        stages = json.loads(config_path.read_text())["stages"]
-        return {
-            s["artifact"]
-            for s in stages
-            if isinstance(s.get("artifact"), str)
-            and _SAFE_NAME.fullmatch(s["artifact"])
-        }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    """Stage directories of an earlier export at the same place (best effort:
+    read like any artifact file, so a link, a FIFO or garbage there is none)."""
+    if not os.path.lexists(config_path):
         return set()
+    try:
+        config, _, where = ArtifactDir(config_path.parent).read_json(
+            config_path.name, "earlier pipeline config"
+        )
+        check_schema(config, {"stages": [{"artifact": STRING}]}, where)
+    except ArtifactError:
+        return set()
+    return {
+        stage["artifact"]
+        for stage in config["stages"]
+        if _SAFE_NAME.fullmatch(stage["artifact"])
+    }
 
 
 # --------------------------------------------------------------------------
 # The artifact: reading
 # --------------------------------------------------------------------------
+
+
+_SOURCE = OneOf(
+    'a connection, {"input": name} or {"stage": name, "output": index}',
+    ({"input": STRING}, {"stage": STRING, "output": NATURAL}),
+)
+CONFIG_SCHEMA = {
+    "name": STRING,
+    "inputs": [TENSOR],
+    "params": [STRING],
+    "outputs": [_SOURCE],
+    "stages": [
+        {
+            "name": NAME,
+            "target": STRING,
+            "device": STRING,
+            "artifact": STRING,
+            "manifest_sha256": SHA256,
+            "inputs": [{"name": STRING, "from": _SOURCE}],
+        }
+    ],
+}
+"""What ``pipeline.json`` must hold (besides format, version and its seal)."""
 
 
 def load_library(path: str | os.PathLike[str]) -> PipelineLibrary:
@@ -643,26 +682,20 @@ def load_library(path: str | os.PathLike[str]) -> PipelineLibrary:
     Every problem is an :class:`ArtifactError` naming the file or stage.
     """
     config_path = _config_path(Path(path))
-    root = config_path.parent
-    config = _read_config(config_path)
+    root = ArtifactDir(config_path.parent)
+    config = _read_config(root, config_path.name)
     try:
         return _library_from_config(config, root)
-    except (KeyError, TypeError, ValueError) as e:
-        if isinstance(e, EmberError):
-            raise
-        raise ArtifactError(
-            f"corrupt pipeline config {config_path}: bad or missing entry {e}"
-        ) from None
     except PipelineError as e:
-        raise ArtifactError(f"corrupt pipeline artifact {root}: {e}") from None
+        raise ArtifactError(f"corrupt pipeline artifact {root.path}: {e}") from None
 
 
 def _config_path(path: Path) -> Path:
-    if not path.exists():
+    if not os.path.lexists(path):
         raise ArtifactError(f"cannot load pipeline: {path} does not exist")
     if path.is_dir():
         path = path / CONFIG_FILE
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise ArtifactError(
                 f"cannot load pipeline: {path.parent} has no {CONFIG_FILE}; it is not an "
                 "exported ember pipeline"
@@ -670,92 +703,97 @@ def _config_path(path: Path) -> Path:
     return path
 
 
-def _read_config(config_path: Path) -> dict[str, Any]:
-    try:
-        config = json.loads(config_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ArtifactError(f"corrupt pipeline config {config_path}: {e}") from None
+def _read_config(root: ArtifactDir, name: str) -> dict[str, Any]:
+    config, _, where = root.read_json(name, "corrupt pipeline config")
     if not isinstance(config, dict) or config.get("format") != FORMAT_NAME:
         raise ArtifactError(
-            f"{config_path} is not an ember pipeline config (no format {FORMAT_NAME!r}); "
-            "load a single module with ember.load_module"
+            f"{root.path / name} is not an ember pipeline config (no format "
+            f"{FORMAT_NAME!r}); load a single module with ember.load_module"
         )
     check_format_version(
-        config.get("format_version"), FORMAT_VERSION, f"{config_path} has pipeline"
+        config.get("format_version"), FORMAT_VERSION, f"{root.path / name} has pipeline"
     )
+    check_schema(config, CONFIG_SCHEMA, where)
+    check_seal(config, where)
+    if not config["stages"]:
+        raise ArtifactError(f"{where}: field stages is empty; a pipeline has stages")
     return config
 
 
-def _library_from_config(config: Mapping[str, Any], root: Path) -> PipelineLibrary:
+def _library_from_config(
+    config: Mapping[str, Any], root: ArtifactDir
+) -> PipelineLibrary:
     inputs = tuple(TensorSpec.from_json(item) for item in config["inputs"])
     stage_entries = config["stages"]
-    if not isinstance(stage_entries, list) or not stage_entries:
-        raise TypeError("'stages' must be a non-empty list")
     index_of = {entry["name"]: i for i, entry in enumerate(stage_entries)}
     if len(index_of) != len(stage_entries):
-        raise ValueError("two stages have the same name")
+        raise ArtifactError(
+            f"corrupt pipeline config in {root.path}: two stages have the same name"
+        )
+    bound_inputs = sorted(set(config["params"]) & {spec.name for spec in inputs})
+    if bound_inputs:
+        raise ArtifactError(
+            f"corrupt pipeline config in {root.path}: {', '.join(bound_inputs)} "
+            "listed both as params (bound at build time) and as inputs"
+        )
     stages = tuple(_load_stage(entry, root, index_of) for entry in stage_entries)
-    params = config["params"]
-    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
-        raise TypeError("'params' must be a list of names")
     return PipelineLibrary(
-        name=str(config["name"]),
+        name=config["name"],
         inputs=inputs,
-        params=tuple(params),
+        params=tuple(config["params"]),
         stages=stages,
         outputs=tuple(_source_from_json(item, index_of) for item in config["outputs"]),
     )
 
 
 def _load_stage(
-    entry: Mapping[str, Any], root: Path, index_of: Mapping[str, int]
+    entry: Mapping[str, Any], root: ArtifactDir, index_of: Mapping[str, int]
 ) -> BuiltStage:
-    name, target, artifact = entry["name"], entry["target"], entry["artifact"]
-    if not isinstance(artifact, str) or not _SAFE_NAME.fullmatch(artifact):
+    name, target, artifact_name = entry["name"], entry["target"], entry["artifact"]
+    if not _SAFE_NAME.fullmatch(artifact_name):
         raise ArtifactError(
-            f"corrupt pipeline config in {root}: stage {name!r} has artifact {artifact!r}, "
-            "which is not a plain directory name"
+            f"corrupt pipeline config in {root.path}: stage {name!r} has artifact "
+            f"{artifact_name!r}, which is not a plain directory name"
         )
-    manifest = root / artifact / MANIFEST_FILE
-    if not manifest.is_file():
+    if not os.path.lexists(root.path / artifact_name / MANIFEST_FILE):
         raise ArtifactError(
-            f"incomplete pipeline artifact {root}: stage @{name} has no {artifact}/{MANIFEST_FILE}"
-        )
-    if _sha256_file(manifest) != entry["manifest_sha256"]:
-        raise ArtifactError(
-            f"corrupt pipeline artifact {root}: {artifact}/{MANIFEST_FILE} of stage @{name} "
-            f"does not match its checksum in {CONFIG_FILE} (modified after export)"
+            f"incomplete pipeline artifact {root.path}: stage @{name} has no "
+            f"{artifact_name}/{MANIFEST_FILE}"
         )
     try:
-        module = load_module(root / artifact)
+        stage_dir = root.subdirectory(artifact_name)
+        module = load_artifact(stage_dir, entry["manifest_sha256"])
     except ArtifactError as e:
-        raise ArtifactError(f"stage @{name} of pipeline {root}: {e}") from None
+        raise ArtifactError(f"stage @{name} of pipeline {root.path}: {e}") from None
     if module.target != target:
         raise ArtifactError(
-            f"corrupt pipeline artifact {root}: stage @{name} is declared {target!r} but "
+            f"corrupt pipeline artifact {root.path}: stage @{name} is declared {target!r} but "
             f"its module was built for {module.target!r}"
         )
     try:
         dev = device(entry["device"])
     except RuntimeFailure as e:
         raise ArtifactError(
-            f"corrupt pipeline config in {root}: stage @{name}: {e}"
+            f"corrupt pipeline config in {root.path}: stage @{name}: {e}"
         ) from None
+    listed = [item["name"] for item in entry["inputs"]]
+    takes = [spec.name for spec in module.input_specs]
+    if listed != takes:
+        raise ArtifactError(
+            f"corrupt pipeline config in {root.path}: stage @{name} lists inputs "
+            f"{listed}, but its module takes {takes}"
+        )
     sources = tuple(
         _source_from_json(item["from"], index_of) for item in entry["inputs"]
     )
-    return BuiltStage(str(name), str(target), dev, module, sources)
+    return BuiltStage(name, target, dev, module, sources)
 
 
-def _source_from_json(item: Any, index_of: Mapping[str, int]) -> Source:
-    if not isinstance(item, dict):
-        raise TypeError(f"a connection must be an object, got {item!r}")
+def _source_from_json(item: Mapping[str, Any], index_of: Mapping[str, int]) -> Source:
+    """A connection, already checked against ``CONFIG_SCHEMA``."""
     if "input" in item:
-        return Source(None, str(item["input"]))
+        return Source(None, item["input"])
     stage = item["stage"]
     if stage not in index_of:
-        raise ValueError(f"connection from unknown stage {stage!r}")
-    output = item["output"]
-    if isinstance(output, bool) or not isinstance(output, int):
-        raise TypeError(f"output index {output!r} of stage {stage!r}")
-    return Source(index_of[stage], output)
+        raise PipelineError(f"a connection comes from unknown stage {stage!r}")
+    return Source(index_of[stage], item["output"])

@@ -24,6 +24,7 @@ for, and loading on a CPU that lacks its features is an error, not a crash.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import io
 import itertools
 import json
@@ -32,17 +33,62 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import llvm as llvm_dialect
+from xdsl.dialects.builtin import ModuleOp, StringAttr, i8
+from xdsl.ir import Operation
 
-from ember.errors import EmberError
+from ember.errors import ArtifactError, EmberError
 from ember.lowering.program_to_llvm import EXTERN_SYMBOL, BufferSpec, ProgramLayout
-from ember.runtime.module import ArtifactError, FunctionSignature, Module
+from ember.runtime import elf
+from ember.runtime.artifact import (
+    DTYPE,
+    NAME,
+    NATURAL,
+    STRING,
+    check_schema,
+    read_npz,
+)
+from ember.runtime.module import FunctionSignature, Module
 from ember.runtime.ndarray import NDArray, as_ndarray, empty_aligned
 from ember.runtime.registry import call_dps_packed_into
 
 OBJECT_FILE = "program.o"
 LAYOUT_FILE = "layout.json"
 CONSTANTS_FILE = "constants.npz"
+
+LAYOUT_DIGEST_SYMBOL = "__ember_layout_sha256"
+"""A constant in the object code: the sha256 (hex) of the frame layout it
+was compiled for, so that a layout.json that does not describe the code is
+refused at load (see :func:`layout_digest`)."""
+
+_BUFFER = {"name": STRING, "shape": [NATURAL], "dtype": DTYPE}
+LAYOUT_SCHEMA = {
+    "function": STRING,
+    "symbol": NAME,
+    "inputs": [_BUFFER],
+    "outputs": [_BUFFER],
+    "constants": [_BUFFER],
+    "workspace_bytes": NATURAL,
+    "externs": [{"function": STRING, "inputs": [_BUFFER], "outputs": [_BUFFER]}],
+}
+METADATA_SCHEMA = {"cpu": STRING, "features": [STRING]}
+
+
+def layout_digest(layout_json: Mapping[str, Any]) -> str:
+    """sha256 of the canonical text (sorted keys, compact) of a layout's JSON."""
+    text = json.dumps(layout_json, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _digest_global(layout: ProgramLayout) -> Operation:
+    digest = layout_digest(json.loads(json.dumps(layout.to_json())))
+    return llvm_dialect.GlobalOp(
+        llvm_dialect.LLVMArrayType(len(digest), i8),
+        LAYOUT_DIGEST_SYMBOL,
+        "weak_odr",  # a definition that O3 keeps ("external" would declare it)
+        constant=True,
+        value=StringAttr(digest),
+    )
 
 # --------------------------------------------------------------------------
 # graph.call_extern: one process-wide callback, contexts by id
@@ -164,6 +210,7 @@ class LLVMModule(Module):
         program = compiler.to_llvm_dialect(compiler.to_kernel(graph), options)
         if program.layout.externs:
             _install_callback()
+        program.module.body.block.add_op(_digest_global(program.layout))
         jit = compile_llvm(program.module)
         return cls(
             signature, params, extern_function_names(ir), jit, program.layout, program.constants
@@ -219,40 +266,165 @@ class LLVMModule(Module):
         files: Mapping[str, bytes],
         metadata: Mapping[str, Any],
     ) -> LLVMModule:
-        import llvmlite.binding as llvm
+        """Check everything the native code will rely on, then link it.
 
+        Each manifest field and layout.json entry is cross-checked against
+        what the payload itself says: the object file is a sound ELF object
+        for this machine (:mod:`ember.runtime.elf`) defining the entry and
+        the layout digest, the digest is layout.json's, the signature is the
+        layout's, the constants are what the layout says, and every symbol
+        the code needs exists in this process.  Nothing native runs before.
+        """
         from ember.runtime.jit import load_object
 
         for name in (OBJECT_FILE, LAYOUT_FILE, CONSTANTS_FILE):
             if name not in files:
                 raise ArtifactError(f"the llvm payload needs {name}, which the manifest does not list")
-        host = {name for name, on in llvm.get_host_cpu_features().items() if on}
-        missing = sorted(set(metadata.get("features", [])) - host)
-        if missing:
-            raise ArtifactError(
-                f"the module was compiled for a {metadata.get('cpu', 'different')} CPU; this "
-                f"CPU ({llvm.get_host_cpu_name()}) lacks {', '.join(missing[:8])}: "
-                "build it again on this machine"
-            )
-        try:
-            layout = ProgramLayout.from_json(json.loads(files[LAYOUT_FILE]))
-            with np.load(io.BytesIO(files[CONSTANTS_FILE]), allow_pickle=False) as npz:
-                constants = [npz[f"arr_{i}"] for i in range(len(npz.files))]
-        except (ValueError, KeyError, TypeError, OSError) as e:
-            raise ArtifactError(f"corrupt llvm payload ({LAYOUT_FILE}/{CONSTANTS_FILE}): {e}") from None
-        for spec, constant in zip(layout.constants, constants, strict=False):
-            if constant.shape != spec.shape or constant.dtype.name != spec.dtype:
-                raise ArtifactError(f"corrupt llvm payload: constant {spec.name} does not match {LAYOUT_FILE}")
-        if len(constants) != len(layout.constants):
-            raise ArtifactError(f"corrupt llvm payload: {CONSTANTS_FILE} does not match {LAYOUT_FILE}")
-        if layout.externs:
-            _install_callback()
+        check_schema(metadata, METADATA_SCHEMA, "corrupt manifest", "backend")
+        _check_cpu(metadata)
+        layout_json = _read_layout_json(files[LAYOUT_FILE])
+        layout = ProgramLayout.from_json(layout_json)
+        obj = _read_object(files[OBJECT_FILE], layout, layout_json)
+        _check_signature(signature, params, extern_funcs, layout)
+        constants = _read_constants(files[CONSTANTS_FILE], layout)
+        _check_symbols_resolve(obj)
         try:
             jit = load_object(files[OBJECT_FILE])
             jit.address(layout.symbol)
         except (RuntimeError, EmberError) as e:
             raise ArtifactError(f"cannot load {OBJECT_FILE}: {e}") from None
         return cls(signature, params, extern_funcs, jit, layout, constants)
+
+
+def _check_cpu(metadata: Mapping[str, Any]) -> None:
+    import llvmlite.binding as llvm
+
+    host = {name for name, on in llvm.get_host_cpu_features().items() if on}
+    missing = sorted(set(metadata["features"]) - host)
+    if missing:
+        raise ArtifactError(
+            f"the module was compiled for a {metadata['cpu']} CPU; this "
+            f"CPU ({llvm.get_host_cpu_name()}) lacks {', '.join(missing[:8])}: "
+            "build it again on this machine"
+        )
+
+
+def _read_layout_json(data: bytes) -> dict[str, Any]:
+    where = f"corrupt llvm payload: {LAYOUT_FILE}"
+    try:
+        layout_json = json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ArtifactError(f"{where}: the JSON is nested too deeply") from None
+    except ValueError as e:
+        raise ArtifactError(f"{where}: not valid JSON: {e}") from None
+    check_schema(layout_json, LAYOUT_SCHEMA, where)
+    return layout_json
+
+
+def _read_object(
+    data: bytes, layout: ProgramLayout, layout_json: Mapping[str, Any]
+) -> elf.ObjectFile:
+    """The checked object file, which must be the code ``layout`` describes."""
+    import llvmlite.binding as llvm
+
+    machine = llvm.get_process_triple().split("-")[0]
+    obj = elf.read_object(data, machine, OBJECT_FILE)
+    if obj.function(layout.symbol) is None:
+        raise ArtifactError(
+            f"corrupt llvm payload: {OBJECT_FILE} defines no function {layout.symbol}, "
+            f"the entry {LAYOUT_FILE} names"
+        )
+    recorded = obj.object_bytes(LAYOUT_DIGEST_SYMBOL)
+    if recorded is None:
+        raise ArtifactError(
+            f"corrupt llvm payload: {OBJECT_FILE} records no frame layout "
+            f"({LAYOUT_DIGEST_SYMBOL}); export it again with this ember"
+        )
+    if recorded != layout_digest(layout_json).encode():
+        raise ArtifactError(
+            f"corrupt llvm payload: {LAYOUT_FILE} does not describe {OBJECT_FILE} "
+            "(the code was compiled for another frame layout: shapes, sizes or "
+            "symbols were edited, or the files come from two exports)"
+        )
+    return obj
+
+
+def _check_signature(
+    signature: FunctionSignature,
+    params: Mapping[str, np.ndarray],
+    extern_funcs: Sequence[str],
+    layout: ProgramLayout,
+) -> None:
+    """The manifest's signature is the one the code was compiled for."""
+    if signature.name != layout.function:
+        raise ArtifactError(
+            f"corrupt artifact: the manifest names entry @{signature.name}, but "
+            f"{OBJECT_FILE} was compiled for @{layout.function}"
+        )
+    free = [spec for spec in signature.inputs if spec.name not in params]
+    for what, specs, buffers in (
+        ("inputs", free, layout.inputs),
+        ("outputs", signature.outputs, layout.outputs),
+    ):
+        declared = [(tuple(s.shape), s.dtype) for s in specs]
+        compiled = [(tuple(b.shape), b.dtype) for b in buffers]
+        if declared != compiled:
+            raise ArtifactError(
+                f"corrupt artifact: the manifest's entry {what} "
+                f"({', '.join(s.describe() for s in specs) or 'none'}) are not the "
+                f"{what} {OBJECT_FILE} was compiled for "
+                f"({', '.join(f'{b.dtype}{list(b.shape)}' for b in buffers) or 'none'})"
+            )
+    unlisted = sorted({site.function for site in layout.externs} - set(extern_funcs))
+    if unlisted:
+        raise ArtifactError(
+            f"corrupt artifact: {OBJECT_FILE} calls {', '.join(unlisted)}, which the "
+            "manifest's extern_funcs does not list"
+        )
+
+
+def _read_constants(data: bytes, layout: ProgramLayout) -> list[np.ndarray]:
+    arrays = read_npz(data, f"corrupt llvm payload: {CONSTANTS_FILE}", "constants")
+    names = [f"arr_{i}" for i in range(len(layout.constants))]
+    if sorted(arrays) != sorted(names):
+        raise ArtifactError(
+            f"corrupt llvm payload: {CONSTANTS_FILE} holds {len(arrays)} arrays, "
+            f"{LAYOUT_FILE} lists {len(layout.constants)} constants"
+        )
+    constants = [arrays[name] for name in names]
+    for spec, constant in zip(layout.constants, constants, strict=True):
+        if constant.shape != spec.shape or constant.dtype.name != spec.dtype:
+            raise ArtifactError(
+                f"corrupt llvm payload: constant {spec.name} is "
+                f"{constant.dtype.name}{list(constant.shape)} in {CONSTANTS_FILE}, "
+                f"{spec.dtype}{list(spec.shape)} in {LAYOUT_FILE}"
+            )
+    return constants
+
+
+# Resolved by RuntimeDyld itself, not looked up in the process.
+_LINKER_SYMBOLS = frozenset({"_GLOBAL_OFFSET_TABLE_"})
+
+
+def _check_symbols_resolve(obj: elf.ObjectFile) -> None:
+    """Every symbol the code needs exists here (MCJIT aborts the process otherwise)."""
+    import llvmlite.binding as llvm
+
+    from ember.runtime.jit import _resolve_runtime_symbols
+
+    _resolve_runtime_symbols()
+    if EXTERN_SYMBOL in obj.undefined:
+        _install_callback()
+    missing = [
+        name
+        for name in obj.undefined
+        if name not in _LINKER_SYMBOLS and not llvm.address_of_symbol(name)
+    ]
+    if missing:
+        raise ArtifactError(
+            f"{OBJECT_FILE} needs {', '.join(missing[:8])}, which this process does not "
+            "provide"
+        )
 
 
 def _aligned_copy(array: np.ndarray) -> np.ndarray:

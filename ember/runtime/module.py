@@ -20,7 +20,8 @@ Artifact format (``export_library(path)``): a **directory** ::
     net.ember/
       manifest.json   format name and version, ember version, target, entry
                       signature, bound param names, extern function names,
-                      backend metadata, and for every file its sha256
+                      backend metadata, for every file its sha256 and size,
+                      and the sha256 of the manifest's own content
       params.npz      bound params (numpy .npz, no pickles)
       graph.mlir      backend payload files (interp: the graph IR text)
 
@@ -28,9 +29,12 @@ A directory rather than one archive because every part stays readable with
 ordinary tools (``cat manifest.json``, ``ember-opt graph.mlir``,
 ``np.load('params.npz')``) and because payloads that the system must open by
 path (a shared library for ``dlopen``, a cubin) need no extraction step.
-The write is atomic (a sibling temporary directory renamed into place), and
-loading verifies every checksum, so a truncated or edited artifact fails with
-a message naming the bad file instead of producing wrong numbers.
+The write is atomic (a sibling temporary directory renamed into place).
+Loading reads every file as untrusted data through
+:mod:`ember.runtime.artifact` (regular files only, bounded reads, checksums,
+a schema) and cross-checks the manifest against the payload, so a truncated,
+edited or forged artifact fails with a message naming the file and field
+instead of producing wrong numbers or crashing.
 """
 
 from __future__ import annotations
@@ -53,7 +57,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ember.errors import EmberError, RuntimeFailure
+from ember.errors import ArtifactError, EmberError, RuntimeFailure
+from ember.runtime import artifact
+from ember.runtime.artifact import ArtifactDir, check_schema, check_seal
 from ember.runtime.device import Device
 from ember.runtime.ndarray import NDArray
 from ember.runtime.ndarray import array as nd_array
@@ -66,13 +72,9 @@ if TYPE_CHECKING:
     from ember.runtime.graph_executor import GraphExecutor
 
 FORMAT_NAME = "ember-module"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST_FILE = "manifest.json"
 PARAMS_FILE = "params.npz"
-
-
-class ArtifactError(RuntimeFailure):
-    """An exported module on disk is missing, corrupt, or of another version."""
 
 
 # --------------------------------------------------------------------------
@@ -500,6 +502,12 @@ class InterpModule(Module):
             raise ArtifactError(
                 f"{cls.GRAPH_FILE} does not match the manifest: @{signature.name} has another signature"
             )
+        if tuple(extern_funcs) != extern_function_names(ir):
+            raise ArtifactError(
+                f"{cls.GRAPH_FILE} does not match the manifest: it calls "
+                f"[{', '.join(extern_function_names(ir))}], the manifest lists "
+                f"[{', '.join(extern_funcs)}] as extern_funcs"
+            )
         return cls(ir, signature, params, extern_funcs)
 
 
@@ -568,20 +576,8 @@ def save_params(params: Mapping[str, Any]) -> bytes:
     return buffer.getvalue()
 
 
-def _read_npz(source: io.BytesIO | Path, what: str) -> dict[str, np.ndarray]:
-    try:
-        loaded = np.load(source, allow_pickle=False)
-        # A lone .npy loads as an array, not an archive of named arrays.
-        if not isinstance(loaded, np.lib.npyio.NpzFile):
-            raise ArtifactError(
-                f"{what} is not a valid params archive (.npz): no named arrays"
-            )
-        with loaded as archive:
-            return {name: archive[name] for name in archive.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as e:
-        raise ArtifactError(
-            f"{what} is not a valid params archive (.npz): {e}"
-        ) from None
+def _read_npz(source: bytes, what: str) -> dict[str, np.ndarray]:
+    return artifact.read_npz(source, what, "params")
 
 
 def load_params(blob: bytes | bytearray | memoryview) -> dict[str, NDArray]:
@@ -590,7 +586,7 @@ def load_params(blob: bytes | bytearray | memoryview) -> dict[str, NDArray]:
         raise RuntimeFailure(
             f"load_params expects bytes from save_params, got {type(blob).__name__}"
         )
-    arrays = _read_npz(io.BytesIO(bytes(blob)), "the params blob")
+    arrays = _read_npz(bytes(blob), "the params blob")
     return {name: nd_array(values) for name, values in arrays.items()}
 
 
@@ -606,7 +602,7 @@ def _sha256(data: bytes) -> str:
 def _manifest(module: Module, files: Mapping[str, bytes]) -> dict[str, Any]:
     from ember import __version__
 
-    return {
+    manifest = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "ember_version": __version__,
@@ -621,6 +617,7 @@ def _manifest(module: Module, files: Mapping[str, bytes]) -> dict[str, Any]:
         },
         "payload": [name for name in files if name != PARAMS_FILE],
     }
+    return artifact.seal(manifest)
 
 
 def format_json(value: Any, indent: int = 0) -> str:
@@ -716,111 +713,120 @@ def check_format_version(version: Any, expected: int, what: str) -> None:
     )
 
 
+MANIFEST_SCHEMA = {
+    "target": artifact.STRING,
+    "entry": {
+        "name": artifact.NAME,
+        "inputs": [artifact.TENSOR],
+        "outputs": [artifact.TENSOR],
+    },
+    "params": [artifact.STRING],
+    "extern_funcs": [artifact.STRING],
+    "backend": artifact.MapOf(artifact.ANY),
+    "files": artifact.MapOf({"sha256": artifact.SHA256, "bytes": artifact.NATURAL}),
+    "payload": [artifact.STRING],
+}
+"""What ``manifest.json`` must hold (besides format, version and its seal)."""
+
+
 def load_module(path: str | os.PathLike[str]) -> Module:
     """Load a module written by ``export_library`` (``tvm.runtime.load_module``).
 
-    Every problem is an :class:`ArtifactError` naming the file: a missing
-    path or manifest, malformed JSON, another format version, an unknown
-    target, a missing or altered file.  Externs are resolved now, so an
+    Every problem is an :class:`ArtifactError` naming the file and field: a
+    missing path or manifest, malformed JSON, another format version, an
+    unknown target, a missing, altered or non-regular file, a manifest
+    field that disagrees with the payload.  Externs are resolved now, so an
     unregistered ``graph.call_extern`` name fails here, not mid-run.
     """
-    directory = _artifact_directory(Path(path))
-    manifest = _read_manifest(directory)
-    try:
-        backend = backend_for(manifest.get("target"))
-    except RuntimeFailure as e:
-        raise ArtifactError(f"cannot load {directory}: {e}") from None
-    try:
-        signature = FunctionSignature.from_json(manifest["entry"])
-        param_names = _string_list(manifest["params"], "params")
-        extern_funcs = _string_list(manifest["extern_funcs"], "extern_funcs")
-        payload_names = _string_list(manifest["payload"], "payload")
-        metadata = manifest["backend"]
-        if not isinstance(metadata, dict):
-            raise TypeError("'backend' must be an object")
-    except (KeyError, TypeError) as e:
-        raise ArtifactError(
-            f"corrupt manifest {directory / MANIFEST_FILE}: bad or missing entry {e}"
-        ) from None
+    return load_artifact(ArtifactDir(_artifact_directory(Path(path))))
 
-    files = _read_checked_files(directory, manifest, [PARAMS_FILE, *payload_names])
-    params = _read_npz(io.BytesIO(files.pop(PARAMS_FILE)), str(directory / PARAMS_FILE))
-    _check_params(params, param_names, signature, directory)
-    module = backend.from_payload(signature, params, extern_funcs, files, metadata)
-    module.resolve_externs(f"module {directory}")
+
+def load_artifact(
+    directory: ArtifactDir, manifest_sha256: str | None = None
+) -> Module:
+    """The module in ``directory``; with ``manifest_sha256`` (what a pipeline
+    config records), ``manifest.json`` must also have that digest."""
+    path = directory.path
+    manifest, raw, where = directory.read_json(MANIFEST_FILE, "corrupt manifest")
+    if manifest_sha256 is not None and _sha256(raw) != manifest_sha256:
+        raise ArtifactError(
+            f"corrupt artifact {path}: {MANIFEST_FILE} does not match the checksum "
+            "its pipeline config records (modified after export)"
+        )
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise ArtifactError(f"{where}: it does not declare format {FORMAT_NAME!r}")
+    check_format_version(
+        manifest.get("format_version"), FORMAT_VERSION, f"{path} has artifact"
+    )
+    check_schema(manifest, MANIFEST_SCHEMA, where)
+    check_seal(manifest, where)
+    try:
+        backend = backend_for(manifest["target"])
+    except RuntimeFailure as e:
+        raise ArtifactError(f"cannot load {path}: {e}") from None
+    signature = FunctionSignature.from_json(manifest["entry"])
+    _check_manifest_names(manifest, signature, where)
+
+    listed = manifest["files"]
+    contents = {
+        name: directory.read(name, listed[name]["bytes"], listed[name]["sha256"])
+        for name in [PARAMS_FILE, *manifest["payload"]]
+    }
+    params = _read_npz(contents.pop(PARAMS_FILE), str(path / PARAMS_FILE))
+    _check_params(params, manifest["params"], signature, path)
+    try:
+        module = backend.from_payload(
+            signature, params, manifest["extern_funcs"], contents, manifest["backend"]
+        )
+    except ArtifactError as e:
+        raise ArtifactError(f"cannot load {path}: {e}") from None
+    module.resolve_externs(f"module {path}")
     return module
 
 
+def _check_manifest_names(
+    manifest: Mapping[str, Any], signature: FunctionSignature, where: str
+) -> None:
+    """Names in the manifest are unique, and every file has exactly one checksum."""
+    for field, names in (
+        ("entry.inputs", [spec.name for spec in signature.inputs]),
+        ("entry.outputs", [spec.name for spec in signature.outputs]),
+        ("params", manifest["params"]),
+        ("payload", manifest["payload"]),
+    ):
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ArtifactError(f"{where}: field {field} names {', '.join(twice)} twice")
+    for name in manifest["payload"]:
+        if not artifact.is_plain_name(name) or name in (MANIFEST_FILE, PARAMS_FILE):
+            raise ArtifactError(
+                f"{where}: field payload: invalid artifact file name {name!r}: plain "
+                f"names only, not {MANIFEST_FILE}/{PARAMS_FILE}"
+            )
+    expected = {PARAMS_FILE, *manifest["payload"]}
+    listed = set(manifest["files"])
+    if listed != expected:
+        problems = [f"no checksum for {name}" for name in sorted(expected - listed)]
+        problems += [
+            f"{name} is not a file of the artifact" for name in sorted(listed - expected)
+        ]
+        raise ArtifactError(f"{where}: field files: {'; '.join(problems)}")
+
+
 def _artifact_directory(path: Path) -> Path:
-    if not path.exists():
+    if not os.path.lexists(path):
         raise ArtifactError(f"cannot load module: {path} does not exist")
-    if path.is_file() and path.name == MANIFEST_FILE:
+    if path.name == MANIFEST_FILE and not path.is_dir():
         return path.parent  # the user pointed at the manifest itself
     if not path.is_dir():
         raise ArtifactError(
             f"cannot load module: {path} is a file; ember modules are directories written by export_library"
         )
-    if not (path / MANIFEST_FILE).is_file():
+    if not os.path.lexists(path / MANIFEST_FILE):
         raise ArtifactError(
             f"cannot load module: {path} has no {MANIFEST_FILE}; it is not an exported ember module"
         )
     return path
-
-
-def _read_manifest(directory: Path) -> dict[str, Any]:
-    manifest_path = directory / MANIFEST_FILE
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ArtifactError(f"corrupt manifest {manifest_path}: {e}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-        raise ArtifactError(
-            f"corrupt manifest {manifest_path}: it does not declare format {FORMAT_NAME!r}"
-        )
-    check_format_version(manifest.get("format_version"), FORMAT_VERSION, f"{directory} has artifact")
-    return manifest
-
-
-def _string_list(value: Any, key: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise TypeError(f"{key!r} must be a list of strings")
-    return value
-
-
-def _read_checked_files(
-    directory: Path, manifest: Mapping[str, Any], names: Sequence[str]
-) -> dict[str, bytes]:
-    """Contents of ``names``, each checked against the manifest's sha256."""
-    listed = manifest.get("files")
-    if not isinstance(listed, dict):
-        raise ArtifactError(
-            f"corrupt manifest {directory / MANIFEST_FILE}: no 'files' table"
-        )
-    contents: dict[str, bytes] = {}
-    for name in names:
-        if name != PARAMS_FILE:
-            _check_file_name(name)
-        info = listed.get(name)
-        if not isinstance(info, dict) or not isinstance(info.get("sha256"), str):
-            raise ArtifactError(
-                f"corrupt manifest {directory / MANIFEST_FILE}: no checksum for {name}"
-            )
-        file_path = directory / name
-        try:
-            data = file_path.read_bytes()
-        except FileNotFoundError:
-            raise ArtifactError(
-                f"incomplete artifact {directory}: payload file {name} is missing"
-            ) from None
-        except OSError as e:
-            raise ArtifactError(f"cannot read {file_path}: {e}") from None
-        if _sha256(data) != info["sha256"]:
-            raise ArtifactError(
-                f"corrupt artifact {directory}: {name} does not match its checksum in {MANIFEST_FILE} "
-                "(the file was truncated or modified after export)"
-            )
-        contents[name] = data
-    return contents
 
 
 def _check_params(
