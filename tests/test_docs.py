@@ -532,6 +532,86 @@ def test_shell_example_runs(block: CodeBlock, tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------
+# Files and sections the docs refer to exist
+# --------------------------------------------------------------------------
+
+_PATH_EXTENSIONS = (".py", ".md", ".mlir", ".toml", ".cfg", ".json")
+# `ember/runtime/blas.py`, `tests/filecheck/`, `ANCHORS.md`: inline code that
+# names a file or folder of the repository.
+_CODE_PATH = re.compile(r"`([\w.-]+(?:/[\w.*-]+)+/?|[\w.-]+\.md)`")
+# [text](runtime.md#threads), [text](#ops)
+_LINK = re.compile(r"\]\((?P<file>[\w./-]*\.md)?(?:#(?P<anchor>[\w-]*))?\)")
+
+
+def _names_repository_path(text: str) -> bool:
+    first = text.split("/", 1)[0]
+    return (REPO_ROOT / first).is_dir() or text.endswith(_PATH_EXTENSIONS)
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """The anchors GitHub makes of a Markdown file's headings."""
+    anchors: set[str] = set()
+    in_fence = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            continue
+        heading = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if heading and not in_fence:
+            text = re.sub(r"[^\w\- ]", "", heading[1].lower())
+            anchors.add(text.replace(" ", "-"))
+    return anchors
+
+
+def broken_references(path: Path) -> list[str]:
+    """Paths and links in ``path`` that name nothing in the repository."""
+    problems: list[str] = []
+    shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for match in _CODE_PATH.finditer(line):
+            name = match[1]
+            if not _names_repository_path(name):
+                continue
+            if "*" in name:
+                found = any(REPO_ROOT.glob(name))
+            else:
+                found = any((root / name).exists() for root in (REPO_ROOT, path.parent))
+            if not found:
+                problems.append(f"{shown}:{number}: `{name}` is not in the repository")
+        for match in _LINK.finditer(line):
+            target = path.parent / match["file"] if match["file"] else path
+            if not target.is_file():
+                problems.append(f"{shown}:{number}: link to missing {match['file']}")
+            elif match["anchor"] and match["anchor"] not in heading_anchors(target):
+                problems.append(
+                    f"{shown}:{number}: {target.name} has no section #{match['anchor']}"
+                )
+    return problems
+
+
+@pytest.mark.parametrize(
+    "path", doc_files(), ids=lambda p: str(p.relative_to(REPO_ROOT))
+)
+def test_docs_refer_to_files_and_sections_that_exist(path: Path) -> None:
+    problems = broken_references(path)
+    assert not problems, "\n".join(problems)
+
+
+def test_broken_references_are_found(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "# A title\n\nSee `ANCHORS.md`, `ember/nothing.py`, `ember/ir.py`,\n"
+        "`gpu.block.x/y/z`, [x](#a-title), [y](#no-such), [z](other.md).\n"
+    )
+    assert broken_references(doc) == [
+        f"{doc}:3: `ANCHORS.md` is not in the repository",
+        f"{doc}:3: `ember/nothing.py` is not in the repository",
+        f"{doc}:4: doc.md has no section #no-such",
+        f"{doc}:4: link to missing other.md",
+    ]
+
+
+# --------------------------------------------------------------------------
 # The graph dialect reference covers the whole dialect
 # --------------------------------------------------------------------------
 
