@@ -771,7 +771,9 @@ def test_shell_transcript_is_split_into_commands_and_output() -> None:
         (7, "ember-opt bad.mlir", ("bad.mlir:2:3: error: boom",)),
     ]
     assert [c.expected_status for c in commands] == [0, 1]
-    plain = CodeBlock(Path("sample.md"), 5, "sh", "# a comment\n\nls examples  # list\n")
+    plain = CodeBlock(
+        Path("sample.md"), 5, "sh", "# a comment\n\nls examples  # list\n"
+    )
     assert [(c.line, c.command, c.expected) for c in shell_commands(plain)] == [
         (7, "ls examples  # list", None)
     ]
@@ -803,6 +805,8 @@ def test_shell_example_with_wrong_output_or_status_fails(tmp_path: Path) -> None
     with pytest.raises(pytest.fail.Exception, match=r"sample\.md:4: exit status 1"):
         run_shell_example(failing, tmp_path)
     # A shown error must be a tool's error exit.
-    no_error_exit = CodeBlock(Path("sample.md"), 3, "sh", "$ echo 'x: error: y'\nx: error: y\n")
+    no_error_exit = CodeBlock(
+        Path("sample.md"), 3, "sh", "$ echo 'x: error: y'\nx: error: y\n"
+    )
     with pytest.raises(pytest.fail.Exception, match="exit status 0, expected 1"):
         run_shell_example(no_error_exit, tmp_path)

@@ -134,5 +134,5 @@ def test_a_failing_lit_file_fails_its_item_with_lit_output(tmp_path: Path) -> No
         check_lit_result("bad.mlir", results)
     assert "bad.mlir: lit says FAIL" in str(failure.value)
     assert "boom-from-lit" in str(failure.value)
-    with pytest.raises(pytest.fail.Exception, match="missing.mlir: lit reported no result"):
+    with pytest.raises(pytest.fail.Exception, match="missing.mlir: lit reported no"):
         check_lit_result("missing.mlir", results)

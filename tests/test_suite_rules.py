@@ -19,7 +19,13 @@ TESTS = Path(__file__).resolve().parent
 TEST_FILES = sorted(TESTS.glob("*.py"))
 
 # Calls that read a clock.
-_CLOCKS = {"time.time", "time.monotonic", "time.perf_counter", "monotonic", "perf_counter"}
+_CLOCKS = {
+    "time.time",
+    "time.monotonic",
+    "time.perf_counter",
+    "monotonic",
+    "perf_counter",
+}
 
 
 def _is_fixture(decorator: ast.expr) -> bool:
