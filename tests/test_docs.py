@@ -44,10 +44,11 @@ fenced code blocks, and checks them by the fence's info string:
 ``mlir-norun``, ``python-norun``, ``sh-norun``
     Shown, not checked (sketches with ``…``, code that needs a GPU).
 
-**Named files.**  ``file=NAME`` in a block's info string (````mlir-error
+**Named files.**  ``file=NAME`` in a block's info string (``mlir-error
 file=bad.mlir``) also writes the block's text to ``NAME`` in the directory
 where the ``sh`` blocks run, so a snippet can use a file the page shows.
-The block is checked by its kind as any other.
+The block is checked by its kind as any other; a name used twice in the
+docs is an error.
 
 Other languages (``text``, …) are not run.  An info string that starts
 with ``mlir``, ``python`` or ``sh`` but is none of the above (``mlir-eror``)
