@@ -1,4 +1,4 @@
-"""Time ember against numpy and onnxruntime on the ANCHORS.md workloads.
+"""Time ember against numpy and onnxruntime on ember.testing.workloads' networks.
 
 Usage::
 
@@ -18,7 +18,7 @@ onnxruntime all spin after a call) out of the figures, which a strict
 one-run-each alternation would charge to whoever runs next.
 
 Latency is the median of ``--repeat`` timed runs (default 50; 20 for
-resnet18, as ANCHORS.md measures), ember's being ``GraphExecutor.run``
+resnet18, whose runs are long enough), ember's being ``GraphExecutor.run``
 alone (inputs set once, outputs left in place).  Ratios are ember's time
 over the peer's: below 1 means ember is faster.  Threads: ember and
 onnxruntime use ``--threads`` (onnxruntime intra-op, one inter-op thread);
@@ -59,7 +59,7 @@ from ember.testing import workloads
 
 FRAMEWORKS: tuple[str, ...] = ("ember", "numpy", "onnxruntime")
 DEFAULT_REPEAT = 50
-DEFAULT_REPEAT_BY_WORKLOAD = {"resnet18": 20}  # ANCHORS.md: >= 20 runs for resnet18
+DEFAULT_REPEAT_BY_WORKLOAD = {"resnet18": 20}  # >= 20 runs for resnet18
 NOISY_SPREAD = 1.5  # p90 / median above this gets a note: the figure is shaky
 AGREEMENT_RTOL = 1e-3  # of the output's largest magnitude; float32 sums reorder
 INPUT_SEED = 1  # the weights use seed 0 (workloads.get)
@@ -337,8 +337,8 @@ def openblas_threads() -> int | None:
 def cpu_model() -> str:
     """The CPU's model name and widest vector extension, from /proc/cpuinfo.
 
-    The vector width is worth saying: ANCHORS.md's machine has AVX2 and no
-    AVX-512, and a host with AVX-512 moves every framework's figures.
+    The vector width is worth saying: a host with AVX-512 rather than only
+    AVX2 moves every framework's figures.
     """
     name, flags = platform.processor() or platform.machine(), set()
     try:
@@ -457,7 +457,7 @@ def format_table(results: Sequence[Result], env: dict[str, Any]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Time ember against numpy and onnxruntime on the ANCHORS.md workloads."
+        description="Time ember against numpy and onnxruntime on ember's workloads."
     )
     parser.add_argument(
         "--workloads",

@@ -337,7 +337,7 @@ def inference_session(
     """An onnxruntime CPU session for ``model`` with ``threads`` intra-op threads.
 
     All graph optimisations on; one inter-op thread (the workloads are
-    chains), so ``threads`` is the whole thread budget, as ANCHORS.md measures.
+    chains), so ``threads`` is the whole thread budget.
     """
     try:
         import onnxruntime

@@ -109,15 +109,16 @@ class ParseDiagnostic(IRError):
 
 
 def format_at(span: Span[Any], message: str, severity: str = "error") -> str:
-    """``file:line:col: error: message``, then xDSL's marked source line and message.
+    """``file:line:col: error: message``, then the source line with the span marked.
 
-    The first line is what editors and ``grep`` understand (gcc's and
-    mlir-opt's form); the block under it is exactly what ``xdsl-opt`` prints,
-    so FileCheck tests written against xDSL's diagnostics match ours.
+    One diagnostic, as ``mlir-opt`` prints it: the first line is what editors
+    and ``grep`` understand (gcc's and mlir-opt's form), the source line and
+    its ``^`` marks are xDSL's.  The message is not repeated under the marks
+    (xDSL's own layout): it is on the first line already.
     """
-    return f"{span.get_location()}: {severity}: {message}\n" + span.print_with_context(
-        message
-    ).split("\n", 1)[1].rstrip("\n")
+    # print_with_context starts with the location on a line of its own.
+    context = span.print_with_context().split("\n", 1)[1].rstrip("\n")
+    return f"{span.get_location()}: {severity}: {message}\n{context}"
 
 
 def format_parse_error(error: ParseError, line_offset: int = 0) -> str:

@@ -141,7 +141,8 @@ def test_verifier_errors_name_op_and_values(body: str, message: str) -> None:
 
 
 def test_store_by_spatial_var_in_reduction_block_is_fine() -> None:
-    ember.parse(
+    """Only a store indexed by a reduce variable is a scatter: %vi is spatial."""
+    module = ember.parse(
         _kernel(
             """kernel.for %i = 0 to 4 {
                  kernel.for %k = 0 to 4 {
@@ -153,6 +154,11 @@ def test_store_by_spatial_var_in_reduction_block_is_fine() -> None:
                }"""
         )
     )
+    (block,) = [op for op in module.walk() if isinstance(op, BlockOp)]
+    assert block.kinds == ("spatial", "reduce")
+    y = np.ones((4, 4), np.float32)
+    run_kernel(module, "k", y)
+    np.testing.assert_array_equal(y, 1 - np.eye(4, dtype=np.float32))
 
 
 def test_unknown_iteration_kind_is_a_parse_error() -> None:

@@ -77,7 +77,8 @@ def no_leaked_threads() -> Iterator[None]:
 
 
 @pytest.fixture
-def test_externs() -> Iterator[None]:
+def pipeline_externs() -> Iterator[None]:
+    """Unregister the test_pipeline.* functions a test registered."""
     yield
     for name in list_global_func_names():
         if name.startswith("test_pipeline."):
@@ -381,7 +382,7 @@ def _chain_library(delay: list[float]) -> PipelineLibrary:
     return build(split_graph(module, ["relu"], [0], target="interp"))
 
 
-def test_a_stage_failure_reaches_get_output_with_stage_and_index(test_externs):
+def test_a_stage_failure_reaches_get_output_with_stage_and_index(pipeline_externs):
     lib = _chain_library([0.0])
     values = [1.0, 2.0, -5.0, 3.0, -1.0, 4.0]
     with PipelineModule(lib) as pipe:
@@ -411,14 +412,13 @@ def test_a_stage_failure_reaches_get_output_with_stage_and_index(test_externs):
             pipe.get_output()
 
 
-def test_get_output_times_out_and_the_result_still_arrives(test_externs):
+def test_get_output_times_out_and_the_result_still_arrives(pipeline_externs):
     delay = [0.5]
     lib = _chain_library(delay)
     with PipelineModule(lib) as pipe:
         pipe.set_input("x", np.ones(4, np.float32))
-        start = time.monotonic()
         pipe.run()
-        assert time.monotonic() - start < 0.25  # run() returns at once
+        # run() returned before the 0.5 s stage finished: no result yet.
         with pytest.raises(
             PipelineTimeout, match=r"no result for input #0 within 0\.05 s"
         ) as timeout:
@@ -429,7 +429,7 @@ def test_get_output_times_out_and_the_result_still_arrives(test_externs):
         )
 
 
-def test_run_waits_when_max_in_flight_inputs_are_unread(test_externs):
+def test_run_waits_when_max_in_flight_inputs_are_unread(pipeline_externs):
     lib = _chain_library([0.0])
     with PipelineModule(lib, max_in_flight=3) as pipe:
         pipe.set_input("x", np.ones(4, np.float32))
@@ -446,16 +446,17 @@ def test_run_waits_when_max_in_flight_inputs_are_unread(test_externs):
         pipe.get_output(timeout=30)
 
 
-def test_close_never_hangs_also_with_a_failed_stage_and_pending_inputs(test_externs):
+def test_close_never_hangs_also_with_a_failed_stage_and_pending_inputs(pipeline_externs):
     delay = [0.2]
     lib = _chain_library(delay)
     pipe = PipelineModule(lib)
     for v in (-1.0, 1.0, 2.0, 3.0):
         pipe.set_input("x", np.full(4, v, np.float32))
         pipe.run()
-    start = time.monotonic()
-    pipe.close()
-    assert time.monotonic() - start < 2.0
+    closer = threading.Thread(target=pipe.close)
+    closer.start()
+    closer.join(timeout=60)  # a guard against a hang, not a speed bound
+    assert not closer.is_alive(), "close() hangs"
     assert not _pipeline_threads()
     with pytest.raises(PipelineClosedError, match="closed"):
         pipe.run()
@@ -464,7 +465,7 @@ def test_close_never_hangs_also_with_a_failed_stage_and_pending_inputs(test_exte
     pipe.close()  # twice is harmless
 
 
-def test_close_wakes_a_reader_waiting_in_another_thread(test_externs):
+def test_close_wakes_a_reader_waiting_in_another_thread(pipeline_externs):
     lib = _chain_library([0.3])
     pipe = PipelineModule(lib)
     pipe.set_input("x", np.ones(4, np.float32))
@@ -486,7 +487,7 @@ def test_close_wakes_a_reader_waiting_in_another_thread(test_externs):
     assert len(errors) == 1 and isinstance(errors[0], PipelineClosedError)
 
 
-def test_an_executor_dropped_without_close_stops_its_threads(test_externs):
+def test_an_executor_dropped_without_close_stops_its_threads(pipeline_externs):
     lib = _chain_library([0.0])
     pipe = PipelineModule(lib)
     pipe.set_input("x", np.ones(4, np.float32))
@@ -522,7 +523,7 @@ EXIT_SCRIPT = (
 
 
 def test_the_process_exits_with_an_executor_left_open_after_a_failure():
-    start = time.monotonic()
+    # A hang is subprocess.TimeoutExpired.
     done = subprocess.run(
         [sys.executable, "-c", EXIT_SCRIPT],
         check=False,
@@ -533,10 +534,9 @@ def test_the_process_exits_with_an_executor_left_open_after_a_failure():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "failed as expected"
-    assert time.monotonic() - start < 30
 
 
-def test_inputs_are_checked_and_copied(test_externs):
+def test_inputs_are_checked_and_copied(pipeline_externs):
     lib = _chain_library([0.0])
     with PipelineModule(lib) as pipe:
         with pytest.raises(PipelineError, match=r"run\(\): input\(s\) not set: x"):

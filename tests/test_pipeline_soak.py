@@ -5,14 +5,14 @@ every result must arrive, in input order, with the right value (each input
 encodes its index, so a lost, duplicated or reordered result shows), the
 number of inputs in flight must never exceed ``max_in_flight``, and the
 process's resident memory must not grow with the number of inputs.
-Bounded: a few seconds on 2 cores.
+Nothing is timed: on a loaded machine a duration proves nothing.  The
+per-call timeouts only turn a hang into a failure.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -60,17 +60,18 @@ def test_ten_thousand_inputs_through_three_stages_none_lost_or_reordered():
 
     with PipelineModule(lib, max_in_flight=MAX_IN_FLIGHT) as pipe:
         failures: list[BaseException] = []
+        submitted: list[int] = []
 
         def produce() -> None:
             try:
                 for index in range(COUNT):
                     pipe.set_input("x", (index + lanes)[None, :])
                     assert pipe.run(timeout=30) == index
+                    submitted.append(index)
             except BaseException as e:  # noqa: BLE001 - reported by the test
                 failures.append(e)
 
         producer = threading.Thread(target=produce)
-        start = time.monotonic()
         producer.start()
         baseline = 0
         for index in range(COUNT):
@@ -82,12 +83,12 @@ def test_ten_thousand_inputs_through_three_stages_none_lost_or_reordered():
             if index == 1000:
                 baseline = _resident_bytes()  # after warm-up: allocator pools are full
         producer.join(30)
-        elapsed = time.monotonic() - start
+        assert not producer.is_alive(), "the producer is stuck after all results"
         assert not failures, failures
+        assert len(submitted) == COUNT
         assert pipe.in_flight == 0
         assert 1 <= pipe.peak_in_flight <= MAX_IN_FLIGHT
     growth = _resident_bytes() - baseline
     assert growth < 24 * 2**20, (
         f"resident memory grew by {growth / 2**20:.1f} MiB over {COUNT} inputs"
     )
-    assert elapsed < 50, f"{COUNT} inputs took {elapsed:.1f} s"

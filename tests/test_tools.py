@@ -146,6 +146,9 @@ def test_opt_bad_input_is_located(tmp_path: Path, text: str, expected: list[str]
     result = run_tool("ember-opt", path)
     assert_user_error(result, *expected)
     assert result.stdout == ""
+    # One diagnostic: the message is on the located line, not repeated under it.
+    message = expected[0].split(": error: ", 1)[1]
+    assert result.stderr.count(message) == 1, result.stderr
 
 
 @pytest.mark.parametrize(

@@ -39,8 +39,7 @@ copied and the result written into our output buffer.  Calling
 speed on mlp_b64's 64×784·784×1024 and on ResNet-18's im2col GEMMs (within
 the noise of a loaded machine) but costs ~25 µs more per call in argument
 conversion — a loss on small layers — and ties ember to one library's
-symbol names (see the measurements in the ``## partition-extern`` section of
-``docs/passes.md``).
+symbol names.
 
 Threads: one pool per process.  OpenBLAS keeps its own pool (all cores
 unless ``OPENBLAS_NUM_THREADS`` says otherwise) next to ember's libgomp pool

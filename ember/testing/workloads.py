@@ -5,7 +5,7 @@
 the parameters in order of first use; ``params`` maps their names to seeded
 random arrays (:func:`ember.testing.init.create_workload`, seed 0).
 
-The networks are those of ``ANCHORS.md``:
+The networks are those of the TVM and Relax tutorials ember follows:
 
 * ``mlp``: 1x784 → dense 128 + bias → relu → dense 10 + bias (params w0, b0,
   w1, b1), the MLP of the Relax tutorial;

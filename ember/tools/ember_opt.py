@@ -9,8 +9,9 @@ subclass adds is the driver behaviour ember promises its users:
   unknown pass or option, a missing file) is one diagnostic with its source
   location on stderr and exit code 1 — never a Python traceback;
 - verifier failures point at the op's line in the input
-  (``file.mlir:3:8: error: graph.dense: …``) instead of dumping the whole
-  module in generic form (megabytes for a network with bound weights);
+  (``file.mlir:3:3: error: graph.dense: …``, the column of ``%0``, as in
+  MLIR) instead of dumping the whole module in generic form (megabytes for a
+  network with bound weights);
 - with ``--split-input-file`` every chunk is processed, as ``mlir-opt`` does;
   with ``--verify-diagnostics`` diagnostics go to stdout and the exit code is
   0, so lit tests can FileCheck them (xDSL's convention);

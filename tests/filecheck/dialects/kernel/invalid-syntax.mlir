@@ -8,9 +8,10 @@ func.func @k(%Y: memref<4xf32>) attributes {kernel.kernel} {
   func.return
 }
 
-// CHECK:      kernel.block "Y" (%vi = diagonal %i) {
-// CHECK-NEXT:                         ^^^^^^^^
-// CHECK-NEXT:                         expected 'spatial' or 'reduce', got 'diagonal'
+// CHECK:      invalid-syntax.mlir:5:29: error: expected 'spatial' or 'reduce', got 'diagonal'
+// CHECK-NEXT:     kernel.block "Y" (%vi = diagonal %i) {
+// CHECK-NEXT:                             ^^^^^^^^
+// CHECK-NOT:  expected 'spatial'
 
 // -----
 
