@@ -7,12 +7,19 @@ Diagnostics as the user sees them are in
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 import ember
+import ember.runtime
 from ember.analysis.index_bounds import IndexRange, Verdict, kernel_accesses
 from ember.dialects.kernel import kernel_functions
-from ember.errors import IRError
+from ember.errors import IRError, RuntimeFailure
+from ember.runtime.jit import compile_kernels
 
 
 def _kernel(body: str, args: str = "%X: memref<4xf32>, %Y: memref<4xf32>") -> str:
@@ -209,3 +216,119 @@ def test_product_of_loop_variables_near_the_edge_is_undecided() -> None:
         args="%X: memref<4xf32>",
     )
     assert _verdicts(text) == [("X", Verdict.UNKNOWN, IndexRange(0, 4, False))]
+
+
+# --------------------------------------------------------------------------
+# bounds_check builds: what the verifier cannot decide is tested at run time
+# --------------------------------------------------------------------------
+
+GATHER = """
+func.func @gather(%I: memref<4xi64>, %X: memref<8xf32>, %Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 LOOP_KIND {
+    kernel.block "Y" (%vi = spatial %i) {
+      %raw = memref.load %I[%vi] : memref<4xi64>
+      %at = arith.index_cast %raw : i64 to index
+      %x = memref.load %X[%at] : memref<8xf32>
+      memref.store %x, %Y[%vi] : memref<4xf32>
+    }
+  }
+  func.return
+}
+
+func.func @main(%idx: tensor<4xi64>, %x: tensor<8xf32>) -> tensor<4xf32> {
+  %0 = graph.call_kernel @gather(%idx, %x) : (tensor<4xi64>, tensor<8xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+"""
+
+GATHER_ERROR = (
+    r"running @main on cpu: kernel @gather: memref.load of %X \(memref<8xf32>\), "
+    r"dimension 0, index %at is {value}, out of bounds for size 8 \(valid: 0 to 7\)"
+)
+
+X = np.arange(8, dtype=np.float32)
+
+
+def _gather(loop_kind: str = "") -> str:
+    return GATHER.replace("LOOP_KIND", loop_kind)
+
+
+def _run(lib: ember.runtime.Module, idx: list[int]) -> np.ndarray:
+    executor = ember.GraphExecutor(lib)
+    executor.set_input("idx", np.array(idx, np.int64))
+    executor.set_input("x", X)
+    executor.run()
+    return executor.get_output(0).numpy()
+
+
+@pytest.mark.parametrize("loop_kind", ["", "parallel"])
+def test_bounds_check_reports_kernel_buffer_and_index(loop_kind: str) -> None:
+    lib = ember.build(_gather(loop_kind), target="llvm", options={"bounds_check": True})
+    with pytest.raises(RuntimeFailure, match=GATHER_ERROR.format(value=9)):
+        _run(lib, [0, 3, 9, 1])
+    with pytest.raises(RuntimeFailure, match=GATHER_ERROR.format(value=-1)):
+        _run(lib, [-1, 3, 2, 1])
+    # The failure is not left behind for the next run.
+    np.testing.assert_array_equal(_run(lib, [0, 3, 7, 1]), [0, 3, 7, 1])
+
+
+def test_bounds_check_survives_export(tmp_path: Path) -> None:
+    lib = ember.build(_gather(), target="llvm", options={"bounds_check": True})
+    lib.export_library(tmp_path / "gather")
+    loaded = ember.load_module(tmp_path / "gather")
+    with pytest.raises(RuntimeFailure, match=GATHER_ERROR.format(value=8)):
+        _run(loaded, [8, 0, 0, 0])
+
+
+def test_without_the_option_nothing_is_checked() -> None:
+    plain = ember.build(_gather(), target="llvm")
+    assert "ember_bounds_error" not in plain.llvm_ir
+    checked = ember.build(_gather(), target="llvm", options={"bounds_check": True})
+    assert "ember_bounds_error" in checked.llvm_ir
+
+
+def test_proven_accesses_are_not_checked() -> None:
+    proven = ember.parse(
+        """
+        func.func @copy(%X: memref<4xf32>, %Y: memref<4xf32>) attributes {kernel.kernel} {
+          kernel.for %i = 0 to 4 {
+            %x = memref.load %X[%i] : memref<4xf32>
+            memref.store %x, %Y[%i] : memref<4xf32>
+          }
+          func.return
+        }
+        """
+    )
+    assert "ember_bounds_error" not in compile_kernels(proven, bounds_check=True).llvm_ir
+
+
+def test_compiled_kernels_raise_after_the_call() -> None:
+    module = ember.parse(_gather())
+    jit = compile_kernels(module, bounds_check=True)
+    y = np.zeros(4, np.float32)
+    with pytest.raises(RuntimeFailure, match=r"calling @gather on cpu: kernel @gather: .* is 12,"):
+        jit.run("gather", np.array([12, 0, 0, 0], np.int64), X, y)
+
+
+def test_build_options_are_checked() -> None:
+    with pytest.raises(RuntimeFailure, match="unknown build option 'bound_check'; did you mean 'bounds_check'"):
+        ember.build(_gather(), target="llvm", options={"bound_check": True})
+    with pytest.raises(RuntimeFailure, match="build option 'bounds_check' must be a bool, got 1"):
+        ember.build(_gather(), target="llvm", options={"bounds_check": 1})
+    with pytest.raises(RuntimeFailure, match="options must be a dict"):
+        ember.build(_gather(), target="llvm", options=["bounds_check"])  # type: ignore[arg-type]
+
+
+def test_ember_run_check_bounds(tmp_path: Path) -> None:
+    source = tmp_path / "gather.mlir"
+    source.write_text(_gather())
+    np.save(tmp_path / "idx.npy", np.array([0, 1, 2, 30], np.int64))
+    ember_run = Path(sys.executable).parent / "ember-run"
+    command = [str(ember_run), str(source), f"--input=idx={tmp_path / 'idx.npy'}", "--input=x=random"]
+    completed = subprocess.run(
+        [*command, "--check-bounds"], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stderr.startswith("ember-run: error: running @main on cpu: kernel @gather:")
+    assert "index %at is 30, out of bounds for size 8" in completed.stderr
+    assert "Traceback" not in completed.stderr

@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import EmberError
 from ember.lowering.program_to_llvm import EXTERN_SYMBOL, BufferSpec, ProgramLayout
+from ember.runtime.jit import raise_bounds_error
 from ember.runtime.module import ArtifactError, FunctionSignature, Module
 from ember.runtime.ndarray import NDArray, as_ndarray, empty_aligned
 from ember.runtime.registry import call_dps_packed_into
@@ -182,6 +183,7 @@ class LLVMModule(Module):
             _PENDING.error = None
             self._entry(frame)
             error, _PENDING.error = _PENDING.error, None
+            raise_bounds_error(f"running @{self.entry_name} on cpu")
         if error is not None:
             if isinstance(error, EmberError):
                 raise error
