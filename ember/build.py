@@ -19,6 +19,9 @@ The target picks a backend (:func:`ember.runtime.module.backend_for`):
 generator (:mod:`ember.runtime.cpu`); ``"cuda"`` is planned and asking for it
 is an error — never a silent fallback to the interpreter.  TVM's library
 option works as there: ``"llvm -libs=blas"``.
+
+``options`` holds build options by name (:data:`BUILD_OPTIONS`); an unknown
+name or a value of the wrong type is an error, not ignored.
 """
 
 from __future__ import annotations
@@ -36,12 +39,23 @@ from ember.ir import as_module
 if TYPE_CHECKING:
     import numpy as np
 
+    from ember.compiler import CompileOptions
     from ember.runtime.module import FunctionSignature, Module, TensorSpec
 
 # The runtime (and numpy) are imported on the first build, not here: ember's
 # __init__ imports this module eagerly, and ``import ember`` must stay cheap.
 
-__all__ = ["build"]
+__all__ = ["BUILD_OPTIONS", "build"]
+
+BUILD_OPTIONS: dict[str, tuple[type, str]] = {
+    "bounds_check": (
+        bool,
+        "test every kernel load and store index not proven in bounds at run time "
+        "and raise RuntimeFailure naming kernel, buffer and index (llvm; the "
+        "interpreter always checks)",
+    ),
+}
+"""Option name → (type of its value, what it does)."""
 
 
 def build(
@@ -50,6 +64,7 @@ def build(
     params: Mapping[str, Any] | None = None,
     *,
     entry: str = "main",
+    options: Mapping[str, Any] | None = None,
     remarks: bool = False,
 ) -> Module:
     """Compile function ``entry`` of ``module`` for ``target``.
@@ -62,6 +77,8 @@ def build(
     ``params``: argument name → array (numpy, NDArray, DLPack, list), bound
     as constants; copied, so later changes to the caller's arrays do not
     leak into the module.
+    ``options``: build options by name (:data:`BUILD_OPTIONS`), e.g.
+    ``{"bounds_check": True}`` for a debug build that checks kernel indices.
 
     ``remarks``: collect the optimization remarks of every pass the build
     runs into ``lib.remarks`` (:mod:`ember.remarks`; empty otherwise).
@@ -72,12 +89,13 @@ def build(
         from ember.remarks import collect
 
         with collect() as records:
-            lib = build(module, target, params, entry=entry)
+            lib = build(module, target, params, entry=entry, options=options)
         lib.remarks = tuple(records)
         return lib
     from ember.runtime.module import backend_for, signature_of
 
     ir = as_module(module, "ember.build", RuntimeFailure)
+    compile_options = _compile_options(options)
     target_name, libs = parse_target(target)
     backend = backend_for(target_name)
     signature = signature_of(ir, entry)
@@ -86,7 +104,7 @@ def build(
     if libs:
         ir, bound = _offload(ir, entry, bound, libs), {}
         signature = signature_of(ir, entry)
-    lib = backend.compile(ir.clone(), signature, bound)
+    lib = backend.compile(ir.clone(), signature, bound, compile_options)
     if sites:
         lib.extern_sites = sites
     return lib
@@ -104,6 +122,32 @@ def _extern_sites(ir: ModuleOp) -> dict[str, str]:
             loc = op.location
             sites.setdefault(name, f"{loc.filename.data}:{loc.line.data}:{loc.column.data}")
     return sites
+
+
+def _compile_options(options: Mapping[str, Any] | None) -> CompileOptions:
+    """Checked ``options`` as the compiler's :class:`CompileOptions`."""
+    from ember.compiler import CompileOptions
+
+    if options is None:
+        return CompileOptions()
+    if not isinstance(options, Mapping):
+        raise RuntimeFailure(
+            "options must be a dict of option name -> value, "
+            f"got {type(options).__name__}"
+        )
+    for name, value in options.items():
+        if name not in BUILD_OPTIONS:
+            message = f"unknown build option {name!r}"
+            close = difflib.get_close_matches(str(name), BUILD_OPTIONS, n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+            raise RuntimeFailure(message + f" (options: {', '.join(BUILD_OPTIONS)})")
+        kind, _ = BUILD_OPTIONS[name]
+        if type(value) is not kind:
+            raise RuntimeFailure(
+                f"build option {name!r} must be a {kind.__name__}, got {value!r}"
+            )
+    return CompileOptions(**options)
 
 
 def parse_target(target: str) -> tuple[str, tuple[str, ...]]:

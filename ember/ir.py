@@ -13,14 +13,14 @@ the library report the same messages.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from io import StringIO
 from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import (
@@ -150,6 +150,9 @@ class LocatingParser(Parser):
         super().__init__(ctx, text, name)
         self.line_offset = line_offset
         self.op_spans: dict[Operation, Span[Any]] = {}
+        self.value_names: dict[SSAValue, str] = {}
+        """How each value was written (``%0``, ``%x#1``): xDSL keeps no name
+        hint for numeric names, and diagnostics should quote the text."""
         self._first_forward_use: dict[str, Span[Any]] = {}
         # Line counting for op locations, incremental: ops start in order.
         self._line_pos = 0
@@ -177,6 +180,14 @@ class LocatingParser(Parser):
         if operand.operand_name not in self.ssa_values:
             self._first_forward_use.setdefault(operand.operand_name, operand.span)
         return super().resolve_operand(operand, type)
+
+    def _register_ssa_definition(
+        self, name: str, values: Sequence[SSAValue], span: Span[Any]
+    ) -> None:
+        super()._register_ssa_definition(name, values, span)
+        for index, value in enumerate(values):
+            suffix = f"#{index}" if len(values) > 1 else ""
+            self.value_names[value] = f"%{name}{suffix}"
 
     def parse_operation(self) -> Operation:
         first = self._current_token.span
@@ -215,23 +226,89 @@ class LocatingParser(Parser):
 
 
 def verify_with_locations(
-    module: ModuleOp, op_spans: Mapping[Operation, Span[Any]], context: str = ""
+    module: ModuleOp,
+    op_spans: Mapping[Operation, Span[Any]],
+    context: str = "",
+    value_names: Mapping[SSAValue, str] | None = None,
 ) -> None:
     """Verify every op; the first failure becomes an :class:`IRError`.
 
     An op that came from the input is reported at its source line; one that
     a pass created is shown in custom syntax with its enclosing function.
     ``context`` prefixes the message (e.g. which pass produced the IR).
+    Besides each op's own verifier this checks what xDSL does not: that
+    every value is defined before it is used (:func:`uses_before_definition`),
+    and that no kernel indexes a buffer out of bounds
+    (:func:`ember.analysis.index_bounds.out_of_bounds_accesses`).
     """
+
+    def fail(op: Operation, message: str) -> IRError:
+        span = op_spans.get(op)
+        if span is not None:
+            return IRError(format_at(span, context + message))
+        return IRError(f"error: {context}{message}\n{describe_op(op)}")
+
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as error:
             message = str(error).removeprefix("Operation does not verify: ")
-            span = op_spans.get(op)
-            if span is not None:
-                raise IRError(format_at(span, context + message)) from None
-            raise IRError(f"error: {context}{message}\n{describe_op(op)}") from None
+            raise fail(op, message) from None
+    for op, message in uses_before_definition(module, value_names or {}):
+        raise fail(op, message)
+    from ember.analysis.index_bounds import out_of_bounds_accesses
+
+    for op, message in out_of_bounds_accesses(module):
+        raise fail(op, message)
+
+
+def uses_before_definition(
+    module: ModuleOp, value_names: Mapping[SSAValue, str]
+) -> Iterator[tuple[Operation, str]]:
+    """Each op that uses a value its definition does not dominate, with why.
+
+    xDSL's parser resolves forward references and its verifiers never check
+    dominance, so ``%0 = graph.add %0, %x`` would reach the passes.  A value
+    may be used after its definition in the same block, or in a region
+    nested below it (a ``kernel.for`` body uses values defined before the
+    loop); a block argument inside the region of its block.  Across the
+    blocks of one multi-block region the order is not checked (that needs a
+    dominator tree; ember's own regions have a single block).
+    """
+    position = {op: n for n, op in enumerate(module.walk())}
+
+    def called(value: SSAValue, op: Operation) -> str:
+        if value in value_names:
+            return value_names[value]
+        if value.name_hint:
+            return f"%{value.name_hint}"
+        return f"operand #{list(op.operands).index(value)} of {op.name}"
+
+    for op in module.walk():
+        for value in op.operands:
+            if isinstance(value, BlockArgument):
+                region = value.block.parent
+                if region is None or not region.is_ancestor(op):
+                    yield op, (
+                        f"{called(value, op)} is used outside the region of its block"
+                    )
+                continue
+            definition = value.owner
+            assert isinstance(definition, Operation)
+            defining_region = definition.parent_region()
+            user = op
+            while user is not None and user.parent_region() is not defining_region:
+                user = user.parent_op()
+            if user is None:
+                yield op, (
+                    f"{called(value, op)} is used outside the region that defines it"
+                )
+            elif user.parent_block() is not definition.parent_block():
+                continue  # another block of a CFG region: needs a dominator tree
+            elif user is definition:
+                yield op, f"{called(value, op)} is used by its own definition"
+            elif position[user] < position[definition]:
+                yield op, f"{called(value, op)} is used before it is defined"
 
 
 @dataclasses.dataclass
@@ -240,6 +317,7 @@ class ParsedSource:
 
     module: ModuleOp
     op_spans: dict[Operation, Span[Any]]
+    value_names: dict[SSAValue, str] = dataclasses.field(default_factory=dict)
 
 
 def parse_source(
@@ -269,5 +347,5 @@ def parse_source(
         # parser builds them (e.g. a dense literal of the wrong size).
         raise ParseDiagnostic(format_at(parser.current_span(), str(error))) from None
     if verify:
-        verify_with_locations(module, parser.op_spans)
-    return ParsedSource(module, parser.op_spans)
+        verify_with_locations(module, parser.op_spans, value_names=parser.value_names)
+    return ParsedSource(module, parser.op_spans, parser.value_names)

@@ -1327,6 +1327,11 @@ class CallKernelOp(IRDLOperation):
                     f"{self.name}: {what} is {type_str(t)} but @{self.callee} "
                     f"expects {param}"
                 )
+        if "kernel.kernel" not in callee.attributes:
+            raise VerifyException(
+                f"{self.name}: @{self.callee} is not a kernel: it lacks the "
+                "kernel.kernel attribute (`attributes {kernel.kernel}`)"
+            )
 
 
 @irdl_op_definition

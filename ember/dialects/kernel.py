@@ -111,6 +111,19 @@ def _name(value: SSAValue) -> str:
     return f"%{value.name_hint}" if value.name_hint else "a value"
 
 
+def _verify_in_kernel(op: Operation, where: str) -> None:
+    """Kernel ops mean something only in a kernel: a function that holds one
+    but lacks the marker would be taken for a graph function by every pass."""
+    func = op.parent_op()
+    while func is not None and not isinstance(func, FuncOp):
+        func = func.parent_op()
+    if isinstance(func, FuncOp) and KERNEL_ATTR not in func.attributes:
+        raise VerifyException(
+            f"{where} is in @{func.sym_name.data}, which lacks the {KERNEL_ATTR} "
+            f"attribute: mark kernels with `attributes {{{KERNEL_ATTR}}}`"
+        )
+
+
 # --------------------------------------------------------------------------
 # kernel.for
 # --------------------------------------------------------------------------
@@ -181,6 +194,7 @@ class ForOp(IRDLOperation):
 
     def verify_(self) -> None:
         where = f"kernel.for {_name(self.induction_var)}" if self.body.blocks else "kernel.for"
+        _verify_in_kernel(self, where)
         if self.kind.data not in LOOP_KINDS:
             raise VerifyException(
                 f"{where}: unknown loop kind '{self.kind.data}', expected one of "
@@ -297,6 +311,7 @@ class BlockOp(IRDLOperation):
 
     def verify_(self) -> None:
         where = f'kernel.block "{self.block_name.data}"'
+        _verify_in_kernel(self, where)
         count = len(self.bindings)
         if not (len(self.iter_kinds) == count == len(self.iter_vars)):
             raise VerifyException(

@@ -58,6 +58,18 @@ runtime must define ``GOMP_parallel``, ``omp_get_thread_num``,
 ``omp_get_num_threads`` and ``ember_num_threads`` before such code is loaded:
 ``ember.runtime.threads.ensure_runtime()`` does (with a serial stand-in for
 libgomp where it is missing).
+
+With ``bounds_check`` (a debug build: ``ember.build(…, options={"bounds_check":
+True})``), every load and store index that
+:mod:`ember.analysis.index_bounds` does not prove in bounds is tested first,
+as ``-fsanitize=bounds`` does: ``index <u size`` (one unsigned compare also
+catches negative indices), and on failure a call to
+``ember_bounds_error(site, index, size)`` — ``site`` a constant string naming
+kernel, buffer, dimension and index — then a jump to the function's exit,
+which frees its heap buffers and returns.  The runtime
+(:mod:`ember.runtime.jit`) defines that function; it records the error, which
+the caller raises once the native call is over.  Proven accesses cost
+nothing, and without the option no code changes.
 """
 
 from __future__ import annotations
@@ -81,6 +93,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
+    StringAttr,
     UnitAttr,
     i32,
     i64,
@@ -88,6 +101,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from ember.analysis.index_bounds import (
+    describe_buffer,
+    describe_index,
+    unproven_accesses,
+)
 from ember.dialects.kernel import (
     BlockOp,
     ForOp,
@@ -108,6 +126,12 @@ OPENMP_ENTRY_POINTS: dict[str, llvm.LLVMFunctionType] = {
     "omp_get_num_threads": llvm.LLVMFunctionType([], i32),
 }
 """The libgomp functions parallel loops call (the GNU OpenMP ABI that gcc emits)."""
+
+BOUNDS_ERROR_SYMBOL = "ember_bounds_error"
+"""``void ember_bounds_error(const char *site, i64 index, i64 size)``: what a
+``bounds_check`` build calls when an index fails its test."""
+
+BOUNDS_ERROR_TYPE = llvm.LLVMFunctionType([llvm.LLVMPointerType(), i64, i64])
 
 CAPTURE_SLOT_BYTES = 8
 """Each value a parallel loop captures travels in one 8-byte slot."""
@@ -171,6 +195,22 @@ class _ModuleDeclarations:
     external_globals: dict[str, Attribute] = field(default_factory=dict)
     outlined: list[llvm.FuncOp] = field(default_factory=list)
     """Outlined parallel-loop functions, in the order they were made."""
+    bounds_check: bool = False
+    """Test, at run time, the accesses not proven in bounds."""
+    bounds_sites: dict[str, str] = field(default_factory=dict)
+    """Global name → text naming one checked access (kernel, buffer, index)."""
+    unproven: dict[str, dict[Operation, tuple[int, ...]]] = field(default_factory=dict)
+    """Kernel name → the dimensions of each of its accesses to check."""
+
+    def unproven_in(self, kernel: func.FuncOp) -> dict[Operation, tuple[int, ...]]:
+        """The access dimensions of ``kernel`` to test at run time (none
+        without ``bounds_check``); analysed once per kernel."""
+        if not self.bounds_check:
+            return {}
+        name = kernel.sym_name.data
+        if name not in self.unproven:
+            self.unproven[name] = unproven_accesses(kernel)
+        return self.unproven[name]
 
 
 @dataclass
@@ -190,6 +230,8 @@ class _KernelTranslator:
     entry: Block = field(init=False)
     block: Block = field(init=False)
     heap_buffers: list[SSAValue] = field(default_factory=list)
+    bounds_exit: Block | None = None
+    """Where a failed bounds check jumps: frees and returns (made on first use)."""
     parallel_loops: int = 0
     """How many parallel loops of this kernel were outlined so far (names them)."""
 
@@ -217,6 +259,11 @@ class _KernelTranslator:
 
     def _function(self, name: str, arg_types: Sequence[Attribute]) -> llvm.FuncOp:
         """The ``llvm.func`` of the region built so far; pointers are ``noalias``."""
+        if self.bounds_exit is not None:
+            # Last, so that it frees every heap buffer of the function.
+            self.region.add_block(self.bounds_exit)
+            self.block = self.bounds_exit
+            self._return()
         noalias = DictionaryAttr({"llvm.noalias": UnitAttr()})
         plain = DictionaryAttr({})
         arg_attrs = [noalias if t == PTR else plain for t in arg_types]
@@ -554,8 +601,11 @@ class _KernelTranslator:
         shape = t.get_shape()
         strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
         offset: SSAValue | None = None
-        for index, stride in zip(op.indices, strides):
+        checked = self.declarations.unproven_in(self.kernel).get(op, ())
+        for dimension, (index, stride) in enumerate(zip(op.indices, strides)):
             term = self._operand(index)
+            if dimension in checked:
+                self._check_bounds(op, dimension, term, shape[dimension])
             if stride != 1:
                 term = self._emit(
                     llvm.MulOp(term, self._const(stride, i64), overflow=NSW)
@@ -576,6 +626,36 @@ class _KernelTranslator:
                 inbounds=True,
             )
         )
+
+    def _check_bounds(
+        self,
+        op: memref.LoadOp | memref.StoreOp,
+        dimension: int,
+        index: SSAValue,
+        size: int,
+    ) -> None:
+        """``if (index >=u size) { ember_bounds_error(site, index, size); exit }``."""
+        sites = self.declarations.bounds_sites
+        site = f"{self.kernel.sym_name.data}__bounds{len(sites)}"
+        sites[site] = (
+            f"kernel @{self.kernel.sym_name.data}: {op.name} of "
+            f"{describe_buffer(op.memref)}, dimension {dimension}, index "
+            f"{describe_index(op, dimension)}"
+        )
+        self.declarations.externals[BOUNDS_ERROR_SYMBOL] = BOUNDS_ERROR_TYPE
+        inside = self._icmp(llvm.ICmpPredicateFlag.ULT, index, self._const(size, i64))
+        if self.bounds_exit is None:
+            self.bounds_exit = Block()
+        report, following = Block(), Block()
+        self._append(llvm.CondBrOp(inside, following, [], report, []))
+        self.region.add_block(report)
+        self.block = report
+        where = self._emit(llvm.AddressOfOp(site, PTR))
+        size_value = self._const(size, i64)
+        self._append(llvm.CallOp(BOUNDS_ERROR_SYMBOL, where, index, size_value))
+        self._append(llvm.BrOp(self.bounds_exit))
+        self.region.add_block(following)
+        self.block = following
 
     def _lower_load(self, op: memref.LoadOp) -> None:
         address = self._address(op)
@@ -783,16 +863,17 @@ def _provide_thread_runtime() -> None:
     ensure_runtime()
 
 
-def lower_kernels_to_llvm(module: ModuleOp) -> None:
+def lower_kernels_to_llvm(module: ModuleOp, *, bounds_check: bool = False) -> None:
     """Replace every kernel of ``module`` by its ``llvm.func``, in place.
 
     Every kernel is translated before the module is changed, so a kernel that
     cannot be lowered raises :class:`PassError` and leaves the module as it
     was.  Functions outlined from parallel loops follow their kernel; C
     library and OpenMP functions, and the thread-count global, are declared
-    once, at the end.
+    once, at the end.  ``bounds_check`` tests the accesses not proven in
+    bounds at run time (see the module docstring).
     """
-    declarations = _ModuleDeclarations()
+    declarations = _ModuleDeclarations(bounds_check=bounds_check)
     lowered: list[tuple[func.FuncOp, list[llvm.FuncOp]]] = []
     for kernel in kernel_functions(module):
         outlined_before = len(declarations.outlined)
@@ -813,6 +894,17 @@ def lower_kernels_to_llvm(module: ModuleOp) -> None:
     for name, t in sorted(declarations.external_globals.items()):
         if name not in declared:
             module.body.block.add_op(llvm.GlobalOp(t, name, "external"))
+    for name, text in declarations.bounds_sites.items():
+        data = text.encode() + b"\0"
+        module.body.block.add_op(
+            llvm.GlobalOp(
+                llvm.LLVMArrayType(len(data), IntegerType(8)),
+                name,
+                "private",
+                constant=True,
+                value=StringAttr(data.decode()),
+            )
+        )
     for name, signature in sorted(declarations.externals.items()):
         if name not in declared:
             module.body.block.add_op(

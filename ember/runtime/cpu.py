@@ -40,6 +40,7 @@ from xdsl.ir import Operation
 from ember.errors import ArtifactError, EmberError
 from ember.lowering.program_to_llvm import EXTERN_SYMBOL, BufferSpec, ProgramLayout
 from ember.runtime import elf
+from ember.runtime.jit import raise_bounds_error
 from ember.runtime.artifact import (
     DTYPE,
     NAME,
@@ -229,6 +230,7 @@ class LLVMModule(Module):
             _PENDING.error = None
             self._entry(frame)
             error, _PENDING.error = _PENDING.error, None
+            raise_bounds_error(f"running @{self.entry_name} on cpu")
         if error is not None:
             if isinstance(error, EmberError):
                 raise error

@@ -17,11 +17,20 @@ Kernels are ``void f(ptr, ptr, …)``; ``JitModule.function(name, nargs)``
 returns a ctypes callable and ``JitModule.run(name, *arrays)`` calls it on
 numpy arrays.  The ``JitModule`` holds the execution engine: the code lives
 only as long as that object, so callers keep it referenced while calling.
+
+Code built with ``bounds_check`` calls ``ember_bounds_error`` on an index out
+of bounds (:mod:`ember.lowering.kernel_to_llvm`).  An exception cannot cross
+native frames, so that function, defined here for every engine, records the
+first failure and the kernel returns; whoever made the native call raises it
+with :func:`raise_bounds_error` (``JitModule.run`` and the ``llvm`` backend's
+``run`` do).  The record is process-wide: two threads running checked code
+that fails at the same moment may each see the other's error.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
@@ -115,6 +124,7 @@ class JitModule:
                     "numpy array (use np.ascontiguousarray)"
                 )
         self.function(name, len(arrays))(*(a.ctypes.data for a in arrays))
+        raise_bounds_error(f"calling @{name} on cpu")
 
     def assembly(self) -> str:
         """Host assembly of the optimised module."""
@@ -168,7 +178,8 @@ def optimize(llvm_ir: str) -> str:
 
 
 def _resolve_runtime_symbols() -> None:
-    """Make the OpenMP entry points and ``ember_num_threads`` resolvable.
+    """Make the OpenMP entry points, ``ember_num_threads`` and
+    ``ember_bounds_error`` resolvable.
 
     MCJIT aborts the process on an unresolved symbol, so this runs before
     any engine links code (compiled here or loaded from an object file).
@@ -176,6 +187,45 @@ def _resolve_runtime_symbols() -> None:
     from ember.runtime.threads import ensure_runtime
 
     ensure_runtime()
+    _define_bounds_reporter()
+
+
+_BOUNDS_REPORTER_TYPE = ctypes.CFUNCTYPE(
+    None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64
+)
+_bounds_lock = threading.Lock()
+_bounds_failures: list[str] = []
+
+
+def _report_out_of_bounds(site: bytes, index: int, size: int) -> None:
+    """``ember_bounds_error``: called by checked code, on whatever thread."""
+    with _bounds_lock:
+        if not _bounds_failures:  # the first failure explains; the rest follow from it
+            _bounds_failures.append(
+                f"{site.decode(errors='replace')} is {index}, out of bounds for size "
+                f"{size} (valid: 0 to {size - 1}); the kernel stopped there"
+            )
+
+
+_bounds_reporter = _BOUNDS_REPORTER_TYPE(_report_out_of_bounds)
+
+
+@cache
+def _define_bounds_reporter() -> None:
+    from ember.lowering.kernel_to_llvm import BOUNDS_ERROR_SYMBOL
+
+    address = ctypes.cast(_bounds_reporter, ctypes.c_void_p).value
+    _llvm().add_symbol(BOUNDS_ERROR_SYMBOL, address)
+
+
+def raise_bounds_error(what: str) -> None:
+    """Raise (and clear) the out-of-bounds access that code built with
+    ``bounds_check`` reported during the native call ``what``, if any."""
+    with _bounds_lock:
+        if not _bounds_failures:
+            return
+        message = _bounds_failures.pop()
+    raise RuntimeFailure(f"{what}: {message}")
 
 
 def assembly(llvm_ir: str) -> str:
@@ -220,12 +270,13 @@ def load_object(data: bytes, llvm_ir: str = "") -> JitModule:
     return JitModule(engine, llvm_ir, _object=data)
 
 
-def compile_kernels(module: ModuleOp) -> JitModule:
-    """Lower the kernels of ``module`` (a copy) to LLVM and compile them."""
+def compile_kernels(module: ModuleOp, *, bounds_check: bool = False) -> JitModule:
+    """Lower the kernels of ``module`` (a copy) to LLVM and compile them;
+    ``bounds_check`` tests the accesses not proven in bounds at run time."""
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
 
     lowered = module.clone()
-    lower_kernels_to_llvm(lowered)
+    lower_kernels_to_llvm(lowered, bounds_check=bounds_check)
     for op in list(lowered.ops):
         if not isinstance(op, llvm_dialect.FuncOp | llvm_dialect.GlobalOp):
             lowered.body.block.erase_op(op)  # non-kernel functions are not compiled here
@@ -240,5 +291,6 @@ __all__ = [
     "host_target_machine",
     "load_object",
     "optimize",
+    "raise_bounds_error",
     "translate",
 ]

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
 
+    from ember.compiler import CompileOptions
     from ember.runtime.graph_executor import GraphExecutor
 
 FORMAT_NAME = "ember-module"
@@ -298,8 +299,10 @@ class Module(ABC):
         ir: ModuleOp,
         signature: FunctionSignature,
         params: Mapping[str, np.ndarray],
+        options: CompileOptions | None = None,
     ) -> Module:
-        """Compile ``ir`` (already verified, owned by the callee) into a module."""
+        """Compile ``ir`` (already verified, owned by the callee) into a module,
+        with ``options`` (``ember.build``'s, checked) where they apply."""
 
     @abstractmethod
     def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
@@ -454,7 +457,9 @@ class InterpModule(Module):
         ir: ModuleOp,
         signature: FunctionSignature,
         params: Mapping[str, np.ndarray],
+        options: CompileOptions | None = None,
     ) -> InterpModule:
+        # No option applies: the interpreter checks every index anyway.
         return cls(ir, signature, params, extern_function_names(ir))
 
     def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:

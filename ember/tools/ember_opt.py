@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass, get_pass_option_infos
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ShrinkException
@@ -92,6 +92,7 @@ class EmberOptMain(xDSLOptMain):
     def __init__(self, args: Sequence[str] | None = None) -> None:
         # Set before super().__init__, which builds the pipeline and its callback.
         self._op_spans: Mapping[Operation, Span[Any]] = {}
+        self._value_names: Mapping[SSAValue, str] = {}
         self._pass_start = time.perf_counter()
         self._running: ModulePass | None = None
         super().__init__(description="ember modular optimizer driver", args=args)
@@ -154,7 +155,7 @@ class EmberOptMain(xDSLOptMain):
         # The input was verified with locations right after parsing.
         if previous is not None and not self.args.disable_verify:
             context = f"IR after pass '{previous.name}' does not verify: "
-            verify_with_locations(module, self._op_spans, context)
+            verify_with_locations(module, self._op_spans, context, self._value_names)
         between = previous is not None and following is not None
         if between and self.args.print_between_passes:
             print(f"IR after {previous.name}:")
@@ -218,6 +219,7 @@ class EmberOptMain(xDSLOptMain):
             verify=not self.args.disable_verify,
         )
         self._op_spans = parsed.op_spans
+        self._value_names = parsed.value_names
         return parsed.module
 
     # ---- the run loop --------------------------------------------------------

@@ -15,6 +15,8 @@ printed; ``--output`` saves them to an .npz file as ``output0``,
 By default the function is compiled to native code (``ember.build(...,
 target="llvm")``) and run once; ``--interpret`` runs the reference
 interpreter instead, and ``--bench N`` also reports the latency of N runs.
+``--check-bounds`` compiles a debug build that tests every kernel index not
+proven in bounds (``options={"bounds_check": True}``).
 Execution sits behind :func:`prepare` and the table :data:`ENGINES`, so
 input handling and reporting do not depend on how a function runs.
 
@@ -30,9 +32,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -55,21 +58,28 @@ RANDOM = "random"
 Runner = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
 """A prepared function: inputs in argument order -> one array per result."""
 
-Engine = Callable[[ModuleOp, str], Runner]
-"""Prepares ``entry`` of a module once (e.g. compiles it) and returns a runner."""
+Engine = Callable[[ModuleOp, str, Mapping[str, Any] | None], Runner]
+"""Prepares ``entry`` of a module once (e.g. compiles it, with
+``ember.build`` options) and returns a runner."""
 
 
-def _interpreter(module: ModuleOp, entry: str) -> Runner:
+def _interpreter(
+    module: ModuleOp, entry: str, options: Mapping[str, Any] | None
+) -> Runner:
+    # No build option applies: the interpreter checks every index itself.
     from ember.interp import interpret
 
     return lambda inputs: interpret(module, entry, *inputs)
 
 
-def _compiled(module: ModuleOp, entry: str) -> Runner:
+def _compiled(
+    module: ModuleOp, entry: str, options: Mapping[str, Any] | None
+) -> Runner:
     from ember.build import build
     from ember.runtime.graph_executor import GraphExecutor
 
-    executor = GraphExecutor(build(module, target="llvm", entry=entry))
+    lib = build(module, target="llvm", entry=entry, options=options)
+    executor = GraphExecutor(lib)
 
     def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         for name, value in zip(executor.input_names, inputs, strict=True):
@@ -84,11 +94,17 @@ ENGINES: dict[str, Engine] = {"llvm": _compiled, "interpret": _interpreter}
 """How a function can be executed, by name; the first one is the default."""
 
 
-def prepare(module: ModuleOp, entry: str, engine: str = "llvm") -> Runner:
-    """Get function ``entry`` of ``module`` ready to run on ``engine``."""
+def prepare(
+    module: ModuleOp,
+    entry: str,
+    engine: str = "llvm",
+    options: Mapping[str, Any] | None = None,
+) -> Runner:
+    """Get function ``entry`` of ``module`` ready to run on ``engine``
+    (``options``: ``ember.build``'s, for the compiled engine)."""
     if engine not in ENGINES:
         raise EmberError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
-    return ENGINES[engine](module, entry)
+    return ENGINES[engine](module, entry, options)
 
 
 def execute(
@@ -345,6 +361,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="run with the reference interpreter instead of compiled code",
     )
     parser.add_argument(
+        "--check-bounds",
+        action="store_true",
+        help="debug build: test every kernel index not proven in bounds at run "
+        "time and report kernel, buffer and index (the interpreter always checks)",
+    )
+    parser.add_argument(
         "--sequential",
         action="store_true",
         help="pipelines: run the stages one after another (the baseline)",
@@ -384,7 +406,9 @@ def _main(argv: Sequence[str] | None) -> int:
     inputs, origins = gather_inputs(arguments, given, args.random_inputs, args.seed)
     for line in origins:
         print(line)
-    runner = prepare(module, args.entry, "interpret" if args.interpret else "llvm")
+    options = {"bounds_check": True} if args.check_bounds else None
+    engine = "interpret" if args.interpret else "llvm"
+    runner = prepare(module, args.entry, engine, options)
     outputs = runner(inputs)
     report_outputs(outputs, args.output)
     if args.bench is not None:
@@ -432,6 +456,10 @@ def _run_pipeline(args: argparse.Namespace) -> int:
 
     if args.interpret:
         raise EmberError("--interpret does not apply to pipelines: stages run as built")
+    if args.check_bounds:
+        raise EmberError(
+            "--check-bounds does not apply to pipelines: stages run as built"
+        )
     if args.input_file == "-":
         raise EmberError("a pipeline is read from a file or an exported directory, not stdin")
     if args.count < 1:

@@ -5,11 +5,11 @@
 // destination-passing style (inputs, then one buffer per result);
 // graph.call_extern calls a function of the runtime registry.
 
-func.func @relu0(%x: memref<1x128xf32>, %y: memref<1x128xf32>) {
+func.func @relu0(%x: memref<1x128xf32>, %y: memref<1x128xf32>) attributes {kernel.kernel} {
   func.return
 }
 
-func.func @split2(%x: memref<4xf32>, %lo: memref<2xf32>, %hi: memref<2xf32>) {
+func.func @split2(%x: memref<4xf32>, %lo: memref<2xf32>, %hi: memref<2xf32>) attributes {kernel.kernel} {
   func.return
 }
 

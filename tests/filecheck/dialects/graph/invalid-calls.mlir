@@ -94,3 +94,17 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 // CHECK: error: graph.call_extern: must have at least one result
+
+// -----
+
+// A kernel without its marker: the call names the missing attribute.
+func.func @copy(%X: memref<4xf32>, %Y: memref<4xf32>) {
+  func.return
+}
+
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.call_kernel @copy(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// CHECK: error: graph.call_kernel: @copy is not a kernel: it lacks the kernel.kernel attribute (`attributes {kernel.kernel}`)

@@ -1,0 +1,1 @@
+"""Analyses of ember IR that verifiers and lowerings share."""
