@@ -50,6 +50,7 @@ def build(
     params: Mapping[str, Any] | None = None,
     *,
     entry: str = "main",
+    fast_math: bool = False,
 ) -> Module:
     """Compile function ``entry`` of ``module`` for ``target``.
 
@@ -61,6 +62,10 @@ def build(
     ``params``: argument name → array (numpy, NDArray, DLPack, list), bound
     as constants; copied, so later changes to the caller's arrays do not
     leak into the module.
+    ``fast_math``: let the ``llvm`` target assume that no value is NaN, inf
+    or -0.0 (LLVM's ``fast`` flags).  Off by default: compiled code then
+    computes what the interpreter computes, NaN and inf included (see
+    docs/graph-dialect.md); on, results for such values are unspecified.
 
     The caller's ``module`` is not modified.
     """
@@ -74,6 +79,17 @@ def build(
     if libs:
         ir, bound = _offload(ir, entry, bound, libs), {}
         signature = signature_of(ir, entry)
+    if not isinstance(fast_math, bool):
+        raise RuntimeFailure(f"fast_math must be True or False, got {fast_math!r}")
+    if fast_math:
+        if target_name != "llvm":
+            raise RuntimeFailure(
+                f"fast_math=True is an option of the 'llvm' target, not {target_name!r}"
+            )
+        from ember.compiler import CompileOptions
+
+        options = CompileOptions(entry=entry, fast_math=True)
+        return backend.compile(ir.clone(), signature, bound, options)  # type: ignore[call-arg]
     return backend.compile(ir.clone(), signature, bound)
 
 

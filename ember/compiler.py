@@ -11,8 +11,8 @@ which can be printed (``ember-translate --emit=<stage>``) and re-read:
 ``asm``       host assembly
 ============  ===============================================================
 
-:class:`CompileOptions` is frozen: the graph pipeline and the entry name are
-all that changes the result.
+:class:`CompileOptions` is frozen: the graph pipeline, the entry name and
+``fast_math`` are all that changes the result.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ DEFAULT_GRAPH_PIPELINE = (
 class CompileOptions:
     entry: str = "main"
     graph_pipeline: str = DEFAULT_GRAPH_PIPELINE
+    fast_math: bool = False
+    """Let LLVM assume no NaN, inf or signed zero (results change for them)."""
 
 
 @dataclass
@@ -102,7 +104,7 @@ def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()
                 f"@{options.entry} and kernels are compiled to native code"
             )
     layout, constants = lower_program_to_llvm(lowered, options.entry)
-    lower_kernels_to_llvm(lowered)
+    lower_kernels_to_llvm(lowered, fast_math=options.fast_math)
     return LoweredProgram(lowered, layout, constants)
 
 
