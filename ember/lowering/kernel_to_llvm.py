@@ -673,19 +673,17 @@ class _KernelTranslator:
         lhs, rhs = self._operand(op.lhs), self._operand(op.rhs)
         is_max = isinstance(op, arith.MaximumfOp)
         if self.fast_math:
-            pick_lhs = self._emit(llvm.FCmpOp(lhs, rhs, "ogt" if is_max else "olt"))
-            self.values[op.result] = self._emit(llvm.SelectOp(pick_lhs, lhs, rhs))
+            predicate = "ogt" if is_max else "olt"
+        elif _wins_zero_tie(op.rhs, is_max):
+            predicate = "ugt" if is_max else "ult"
+        else:
+            t = op.result.type
+            name = f"llvm.{'maximum' if is_max else 'minimum'}.f{_byte_width(t) * 8}"
+            call = llvm.CallIntrinsicOp(name, [lhs, rhs], [t])
+            self.values[op.result] = self._emit(call)
             return
-        bound = _float_constant(op.rhs)
-        if bound is not None and not math.isnan(bound):
-            wins_tie = bound != 0 or math.copysign(1.0, bound) == (1.0 if is_max else -1.0)
-            if wins_tie:
-                pick_lhs = self._emit(llvm.FCmpOp(lhs, rhs, "ugt" if is_max else "ult"))
-                self.values[op.result] = self._emit(llvm.SelectOp(pick_lhs, lhs, rhs))
-                return
-        t = op.result.type
-        name = f"llvm.{'maximum' if is_max else 'minimum'}.f{_byte_width(t) * 8}"
-        self.values[op.result] = self._emit(llvm.CallIntrinsicOp(name, [lhs, rhs], [t]))
+        pick_lhs = self._emit(llvm.FCmpOp(lhs, rhs, predicate))
+        self.values[op.result] = self._emit(llvm.SelectOp(pick_lhs, lhs, rhs))
 
     def _lower_cmpf(self, op: arith.CmpfOp) -> None:
         # arith and llvm number float predicates alike (false, oeq, ogt, …).
@@ -757,12 +755,19 @@ class _KernelTranslator:
         self.values[op.results[0]] = self._emit(call)
 
 
-def _float_constant(value: SSAValue) -> float | None:
-    """The value of ``value`` if an ``arith.constant`` float defines it."""
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr):
-        return owner.value.value.data
-    return None
+def _wins_zero_tie(bound: SSAValue, is_max: bool) -> bool:
+    """Whether ``bound`` is a float constant, not NaN, that IEEE 754-2019
+    ``maximum`` (``is_max``) or ``minimum`` returns when ``x`` equals it:
+    any non-zero value, and +0.0 for the maximum, -0.0 for the minimum."""
+    owner = bound.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(
+        owner.value, FloatAttr
+    ):
+        return False
+    value = owner.value.value.data
+    if math.isnan(value):
+        return False
+    return value != 0 or math.copysign(1.0, value) == (1.0 if is_max else -1.0)
 
 
 def _int_width(t: Attribute) -> int:

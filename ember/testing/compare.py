@@ -99,8 +99,11 @@ def assert_all_same_values(
 ) -> None:
     """:func:`assert_same_values` for each pair of results of a function."""
     if len(actual) != len(expected):
-        raise AssertionError(f"{what}\ngot {len(actual)} results, expected {len(expected)}")
+        raise AssertionError(
+            f"{what}\ngot {len(actual)} results, expected {len(expected)}"
+        )
     for i, (a, e) in enumerate(zip(actual, expected)):
+        where = f"result {i} of {what}"
         assert_same_values(
-            a, e, rtol=rtol, atol=atol, scale_atol=scale_atol, what=f"result {i} of {what}"
+            a, e, rtol=rtol, atol=atol, scale_atol=scale_atol, what=where
         )
