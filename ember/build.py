@@ -27,6 +27,7 @@ name or a value of the wrong type is an error, not ignored.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
 __all__ = ["BUILD_OPTIONS", "build"]
 
 BUILD_OPTIONS: dict[str, tuple[type, str]] = {
+    "fast_math": (
+        bool,
+        "let LLVM assume no NaN, inf or signed zero (the fast flags; results for "
+        "such values change); the same as build(..., fast_math=True)",
+    ),
     "bounds_check": (
         bool,
         "test every kernel load and store index not proven in bounds at run time "
@@ -65,6 +71,7 @@ def build(
     *,
     entry: str = "main",
     options: Mapping[str, Any] | None = None,
+    fast_math: bool = False,
     remarks: bool = False,
 ) -> Module:
     """Compile function ``entry`` of ``module`` for ``target``.
@@ -80,6 +87,10 @@ def build(
     ``options``: build options by name (:data:`BUILD_OPTIONS`), e.g.
     ``{"bounds_check": True}`` for a debug build that checks kernel indices.
 
+    ``fast_math``: let the ``llvm`` target assume that no value is NaN, inf
+    or -0.0 (LLVM's ``fast`` flags).  Off by default: compiled code then
+    computes what the interpreter computes, NaN and inf included (see
+    docs/graph-dialect.md); on, results for such values are unspecified.
     ``remarks``: collect the optimization remarks of every pass the build
     runs into ``lib.remarks`` (:mod:`ember.remarks`; empty otherwise).
 
@@ -89,7 +100,9 @@ def build(
         from ember.remarks import collect
 
         with collect() as records:
-            lib = build(module, target, params, entry=entry, options=options)
+            lib = build(
+                module, target, params, entry=entry, options=options, fast_math=fast_math
+            )
         lib.remarks = tuple(records)
         return lib
     from ember.runtime.module import backend_for, signature_of
@@ -104,6 +117,14 @@ def build(
     if libs:
         ir, bound = _offload(ir, entry, bound, libs), {}
         signature = signature_of(ir, entry)
+    if not isinstance(fast_math, bool):
+        raise RuntimeFailure(f"fast_math must be True or False, got {fast_math!r}")
+    if fast_math:
+        compile_options = replace(compile_options, fast_math=True)
+    if compile_options.fast_math and target_name != "llvm":
+        raise RuntimeFailure(
+            f"fast_math=True is an option of the 'llvm' target, not {target_name!r}"
+        )
     lib = backend.compile(ir.clone(), signature, bound, compile_options)
     if sites:
         lib.extern_sites = sites

@@ -12,7 +12,7 @@ which can be printed (``ember-translate --emit=<stage>``) and re-read:
 ============  ===============================================================
 
 :class:`CompileOptions` is frozen: the graph pipeline, the entry name and
-``bounds_check`` are all that changes the result.
+``bounds_check`` and ``fast_math`` are all that changes the result.
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ class CompileOptions:
     graph_pipeline: str = DEFAULT_GRAPH_PIPELINE
     bounds_check: bool = False
     """Test kernel accesses not proven in bounds at run time (a debug build)."""
+    fast_math: bool = False
+    """Let LLVM assume no NaN, inf or signed zero (results change for them)."""
 
 
 @dataclass
@@ -104,7 +106,9 @@ def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()
                 f"@{options.entry} and kernels are compiled to native code"
             )
     layout, constants = lower_program_to_llvm(lowered, options.entry)
-    lower_kernels_to_llvm(lowered, bounds_check=options.bounds_check)
+    lower_kernels_to_llvm(
+        lowered, bounds_check=options.bounds_check, fast_math=options.fast_math
+    )
     return LoweredProgram(lowered, layout, constants)
 
 

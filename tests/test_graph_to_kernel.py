@@ -34,6 +34,7 @@ from ember.lowering.graph_to_kernel import (
 )
 from ember.passes.bind_params import bind_params_in_place
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+from ember.testing import assert_same_values
 
 RNG_SEED = 0
 
@@ -132,11 +133,8 @@ def check(
     )
     results = run_lowered(lowered, args)
     for got, want in zip(results, expected):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        if exact or got.dtype.kind == "i":
-            np.testing.assert_array_equal(got, want)
-        else:
-            np.testing.assert_allclose(got, want, **_tolerance(got.dtype))
+        tolerance = {"rtol": 0.0, "atol": 0.0} if exact else _tolerance(want.dtype)
+        assert_same_values(got, want, **tolerance)
     return lowered
 
 

@@ -384,6 +384,21 @@ def test_nan_propagates_through_relu_maximum_and_max_pool() -> None:
     assert math.isnan(run_op(g.MaxPool2dOp, [x], pool_size=(2, 2))[0, 0, 0, 0])
 
 
+def test_maximum_and_minimum_are_ieee_2019_for_signed_zeros() -> None:
+    """+0.0 is above -0.0 in either operand order (np.maximum leaves the tie
+    to its operand order); relu(-0.0) is +0.0, clip to [-1, 0] keeps -0.0."""
+    zero, negzero = np.zeros(16, np.float32), np.full(16, -0.0, np.float32)
+    for a, b in ((zero, negzero), (negzero, zero)):
+        assert not np.signbit(run_op(g.MaximumOp, [a, b])).any()
+        assert np.signbit(run_op(g.MinimumOp, [a, b])).all()
+    assert not np.signbit(run_op(g.ReluOp, [negzero])).any()
+    clipped = run_op(g.ClipOp, [negzero], min=-1.0, max=0.0)
+    assert np.signbit(clipped).all()
+    assert not np.signbit(run_op(g.ClipOp, [negzero], min=0.0, max=1.0)).any()
+    ints = np.array([3, -4], np.int32)
+    np.testing.assert_array_equal(run_op(g.MaximumOp, [ints, -ints]), [3, 4])
+
+
 def test_negative_on_integers() -> None:
     x = np.array([1, -5, 0], np.int64)
     np.testing.assert_array_equal(run_op(g.NegativeOp, [x]), [-1, 5, 0])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,7 @@ from ember.passes.partition_extern import LIBRARIES, PartitionExternPass
 from ember.runtime import blas
 from ember.runtime.module import Module, signature_of
 from ember.runtime.registry import call_dps_packed, get_global_func
-from ember.testing import workloads
+from ember.testing import assert_same_values, workloads
 from ember.testing.strategies import GraphProgram, graph_programs, op_names
 
 OFFLOAD = "partition-extern{libs=blas}"
@@ -44,9 +45,7 @@ ANCHORS = ("graph.dense", "graph.matmul", "graph.conv2d")
 def assert_close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-4) -> None:
     """Within ``rtol`` of the largest magnitude: BLAS sums in another order
     than the reference, so small elements carry the error of large ones."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)), initial=0.0)))
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+    assert_same_values(got, want, rtol=rtol, atol=rtol, scale_atol=True)
 
 
 def externs(module: ModuleOp) -> list[str]:
@@ -225,6 +224,16 @@ def test_blas_conv2d_matches_the_reference(
 def _arg(t: object) -> SSAValue:
     """A free SSA value of type ``t`` to build an op on."""
     return Block(arg_types=[t]).args[0]
+
+
+def test_blas_functions_give_nan_and_inf_without_warnings() -> None:
+    """IEEE special values are results (docs/graph-dialect.md), not warnings."""
+    x = np.array([[np.nan, 1.0], [np.inf, -np.inf]], np.float32)
+    w = np.ones((3, 2), np.float32)
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (got,) = call_dps_packed(blas.SGEMM, [x, w], [((2, 3), "float32")])
+    assert np.isnan(np.asarray(got)).all()
 
 
 def test_blas_functions_reject_other_dtypes_and_bad_attrs() -> None:

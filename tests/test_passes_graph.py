@@ -32,7 +32,7 @@ from ember.passes.bind_params import bind_params
 from ember.passes.fold_constants import FoldConstantsPass
 from ember.passes.pipeline import apply_passes, available_passes, parse_passes
 from ember.passes.simplify_inference import SimplifyInferencePass
-from ember.testing import workloads
+from ember.testing import assert_same_values, workloads
 from ember.testing.strategies import GraphProgram, arrays_for, graph_programs, op_names
 
 # --------------------------------------------------------------------------
@@ -61,13 +61,8 @@ def assert_close(after: list[np.ndarray], before: list[np.ndarray]) -> None:
     small elements carry the absolute error of large ones)."""
     assert len(after) == len(before)
     for got, want in zip(after, before):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        rtol = _RTOL.get(want.dtype)
-        if rtol is None:
-            np.testing.assert_array_equal(got, want)
-            continue
-        scale = max(1.0, float(np.max(np.abs(want.astype(np.float64)), initial=0.0)))
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)
+        rtol = _RTOL.get(want.dtype, 0.0)
+        assert_same_values(got, want, rtol=rtol, atol=rtol, scale_atol=True)
 
 
 def run(program: GraphProgram, module: ModuleOp, *inputs: np.ndarray) -> list[np.ndarray]:

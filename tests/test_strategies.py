@@ -2,7 +2,9 @@
 
 The generator is only useful if what it produces is valid and varied: every
 program verifies, inputs match the entry function's signature, the reference
-interpreter gives finite results on them, every graph op can be generated,
+interpreter gives finite results on finite inputs, IEEE special values
+(NaN, ±inf, -0.0, denormals) occur in inputs unless ``finite=True``, every
+graph op can be generated,
 and the structures that passes trip over (values used several times,
 broadcasting, several results, f16, constants, rank-0 tensors) all occur.
 """
@@ -52,7 +54,7 @@ def entry_function(program: GraphProgram) -> FuncOp:
     return func
 
 
-def check_inputs_match_signature(program: GraphProgram) -> None:
+def check_inputs_match_signature(program: GraphProgram, finite: bool = True) -> None:
     func = entry_function(program)
     arg_types = func.function_type.inputs.data
     assert len(program.inputs) == len(arg_types)
@@ -61,7 +63,8 @@ def check_inputs_match_signature(program: GraphProgram) -> None:
         assert isinstance(array, np.ndarray)
         assert array.shape == tuple(t.get_shape())
         assert array.dtype == numpy_dtype(t.element_type)
-        assert np.all(np.isfinite(array))
+        if finite:
+            assert np.all(np.isfinite(array))
 
 
 def check_outputs_finite(program: GraphProgram) -> list[np.ndarray]:
@@ -71,7 +74,7 @@ def check_outputs_finite(program: GraphProgram) -> list[np.ndarray]:
     return outputs
 
 
-@given(graph_programs(dtypes=DTYPES, max_ops=10))
+@given(graph_programs(dtypes=DTYPES, max_ops=10, finite=True))
 def test_programs_verify_match_inputs_and_run_finite(program: GraphProgram) -> None:
     ember.verify_module(program.module)
     check_inputs_match_signature(program)
@@ -90,7 +93,9 @@ ALL_OP_NAMES = [op.name for op in GRAPH_OPS]
 @given(data=st.data())
 def test_each_op_is_generated(op_name: str, data: st.DataObject) -> None:
     dtypes = DTYPES if op_name in INT_CAPABLE else ("float32", "float16")
-    program = data.draw(graph_programs(ops=[op_name], dtypes=dtypes, max_ops=3))
+    program = data.draw(
+        graph_programs(ops=[op_name], dtypes=dtypes, max_ops=3, finite=True)
+    )
     names = [n for n in program.op_names if n != "func.return"]
     assert op_name in names
     # Only the requested op appears, apart from constants when allowed.
@@ -105,6 +110,59 @@ def test_ops_restrict_the_program_and_dtype_is_respected(program: GraphProgram) 
     names = set(program.op_names) - {"func.return"}
     assert names <= {"graph.conv2d", "graph.relu", "graph.add"}
     assert all(a.dtype == np.float16 for a in program.inputs)
+
+
+def _special_kinds(array: np.ndarray) -> set[str]:
+    if array.dtype.kind != "f":
+        return set()
+    tiny = np.finfo(array.dtype).tiny  # the smallest normal number
+    kinds = {
+        "nan": np.isnan(array).any(),
+        "+inf": (array == np.inf).any(),
+        "-inf": (array == -np.inf).any(),
+        "-0.0": ((array == 0) & np.signbit(array)).any(),
+        "denormal": ((array != 0) & (np.abs(array) < tiny)).any(),
+    }
+    return {k for k, present in kinds.items() if present}
+
+
+def test_special_values_occur_and_only_finite_inputs_give_finite_results() -> None:
+    seen: set[str] = set()
+
+    @FIND_SETTINGS
+    @given(graph_programs(dtypes=DTYPES, max_ops=6))
+    def sweep(program: GraphProgram) -> None:
+        ember.verify_module(program.module)
+        check_inputs_match_signature(program, finite=False)
+        kinds = set().union(*map(_special_kinds, program.inputs))
+        seen.update(kinds)
+        outputs = ember.interpret(program.module, program.entry, *program.inputs)
+        if all(np.isfinite(a).all() for a in program.inputs):
+            assert all(np.isfinite(out).all() for out in outputs), repr(program)
+        else:
+            seen.add("special input")
+        if not all(np.isfinite(out).all() for out in outputs):
+            seen.add("special output")
+
+    sweep()
+    assert seen >= {
+        "nan", "+inf", "-inf", "-0.0", "denormal", "special input", "special output"
+    }
+
+
+@settings(max_examples=20)
+@given(data=st.data(), positive=st.booleans())
+def test_arrays_for_special_values(data: st.DataObject, positive: bool) -> None:
+    t = data.draw(tensor_types(dtypes=("float32", "float16"), min_rank=1, max_dim=4))
+    low, high = (0.5, 2.0) if positive else (-2.0, 2.0)
+    array = data.draw(arrays_for(t, low=low, high=high, special_values=True))
+    outside = ~((array >= low) & (array <= high))
+    if positive:  # only NaN and ±inf where the values must be positive
+        assert 1 <= outside.sum() <= 3
+        assert not np.isfinite(array[outside]).any()
+    else:  # hypothesis' own edge cases may add -0.0 and denormals
+        assert 1 <= (outside | (np.abs(array) < np.finfo(array.dtype).tiny)).sum()
+        assert outside.sum() <= 3
 
 
 # -- the structures passes care about occur -------------------------------------
@@ -241,6 +299,7 @@ def test_bad_arguments_are_rejected(make) -> None:
 @settings(max_examples=10)
 @given(graph_programs(dtypes=("int32",), ops=["add", "transpose", "cast", "constant"]))
 def test_int_only_programs(program: GraphProgram) -> None:
+    # Special values are float values: integer programs stay finite by default.
     assert all(a.dtype == np.int32 for a in program.inputs)
     ember.verify_module(program.module)
     check_outputs_finite(program)

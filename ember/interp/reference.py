@@ -18,10 +18,12 @@ Numerical conventions (the contract compiled code is checked against):
 * **i32/i64** ops compute in their own type; overflow wraps (two's
   complement), as numpy does for arrays.
 * IEEE special values propagate silently (no warnings, no errors): ``relu``,
-  ``maximum``, ``minimum``, ``clip`` and ``max_pool2d`` propagate NaN;
+  ``maximum``, ``minimum``, ``clip`` and ``max_pool2d`` are IEEE 754-2019
+  maximum/minimum (NaN on either side gives NaN, and -0.0 < +0.0, so the
+  sign of a zero result is defined, unlike numpy's ``np.maximum``);
   ``sqrt`` of a negative number is NaN; ``cast`` follows numpy ``astype``
   (floats to integers truncate toward zero; NaN/inf to integers are
-  undefined).
+  undefined).  docs/graph-dialect.md states these rules for users.
 * Every result has exactly the op's result shape and numpy dtype.
 
 Everything is vectorised: conv2d is im2col (``sliding_window_view``) plus one
@@ -211,6 +213,26 @@ def _batch_norm(
 # --------------------------------------------------------------------------
 
 
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754-2019 ``maximum`` (LLVM's ``llvm.maximum``, MLIR's
+    ``arith.maximumf``): NaN if either is NaN, and +0.0 above -0.0."""
+    out = np.maximum(a, b)
+    if out.dtype.kind != "f":
+        return out
+    # np.maximum returns either zero of an equal pair; pick the +0.0.
+    both_zero = (a == 0) & (b == 0)
+    return np.where(both_zero, np.where(np.signbit(a), b, a), out)
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IEEE 754-2019 ``minimum``: NaN if either is NaN, and -0.0 below +0.0."""
+    out = np.minimum(a, b)
+    if out.dtype.kind != "f":
+        return out
+    both_zero = (a == 0) & (b == 0)
+    return np.where(both_zero, np.where(np.signbit(a), a, b), out)
+
+
 def _sigmoid_stable(x: np.ndarray) -> np.ndarray:
     """``1 / (1 + exp(-x))`` without overflowing ``exp`` for large ``|x|``."""
     e = np.exp(-np.abs(x))
@@ -238,7 +260,7 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> RefImpl:
 def _clip(
     inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
 ) -> np.ndarray:
-    return np.clip(inputs[0], _f32(attrs["min"]), _f32(attrs["max"]))
+    return _minimum(_maximum(inputs[0], _f32(attrs["min"])), _f32(attrs["max"]))
 
 
 def _softmax(
@@ -267,7 +289,7 @@ def _max_pool2d(
     out: np.ndarray | None = None
     for rows, cols in _window_slices(kh, kw, attrs["strides"], (oh, ow)):
         window = padded[:, :, rows, cols]
-        out = window.copy() if out is None else np.maximum(out, window, out=out)
+        out = window.copy() if out is None else _maximum(out, window)
     assert out is not None  # pool_size is positive (verified)
     return out
 
@@ -348,7 +370,7 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.matmul": _matmul,
     "graph.bias_add": _bias_add,
     "graph.batch_norm": _batch_norm,
-    "graph.relu": _unary(lambda x: np.maximum(x, x.dtype.type(0))),
+    "graph.relu": _unary(lambda x: _maximum(x, x.dtype.type(0))),
     "graph.sigmoid": _unary(_sigmoid_stable),
     "graph.tanh": _unary(np.tanh),
     "graph.exp": _unary(np.exp),
@@ -359,8 +381,8 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.subtract": _binary(np.subtract),
     "graph.multiply": _binary(np.multiply),
     "graph.divide": _binary(np.divide),
-    "graph.maximum": _binary(np.maximum),
-    "graph.minimum": _binary(np.minimum),
+    "graph.maximum": _binary(_maximum),
+    "graph.minimum": _binary(_minimum),
     "graph.softmax": _softmax,
     "graph.max_pool2d": _max_pool2d,
     "graph.avg_pool2d": _avg_pool2d,

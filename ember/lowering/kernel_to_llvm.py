@@ -15,10 +15,14 @@ What it relies on, and why the code LLVM gets vectorises:
   ``index`` is ``i64`` (no sign extensions in address arithmetic).
 * Kernel buffers never alias (destination passing with distinct buffers, as
   TensorIR's ``tir.noalias``): every pointer argument is ``noalias``.
-* Float arithmetic carries the ``fast`` flags, so LLVM may reassociate
-  reductions (needed to vectorise them) and contract to FMA.  NaN/inf
-  semantics are therefore not preserved; ``arith.maximumf`` is a
-  compare-and-select.
+* Float arithmetic carries the ``reassoc`` and ``contract`` flags only, so
+  LLVM may reassociate reductions (needed to vectorise them) and contract to
+  FMA, but every result stays IEEE 754 as the interpreters define it: NaN
+  and inf propagate, ``x - x`` is not folded to 0, nor ``x / 0`` changed.
+  ``arith.maximumf``/``minimumf`` are ``llvm.maximum``/``llvm.minimum``
+  (IEEE 754-2019 maximum/minimum: NaN wins, -0.0 < +0.0), which LLVM
+  vectorises.  ``fast_math=True`` trades that for the full ``fast`` flags
+  (``nnan ninf nsz arcp afn`` too) and compare-and-select min/max.
 * Loops are emitted rotated (``do { … } while (++i < ub)``), as LLVM's own
   loop-rotate would make them, since every emitted loop runs at least once
   (an empty loop is not emitted at all).
@@ -75,6 +79,7 @@ nothing, and without the option no code changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
 from dataclasses import dataclass, field
 from math import prod
 
@@ -143,6 +148,13 @@ BUFFER_ALIGNMENT = 64
 """Alignment of temporaries: a cache line, enough for any vector load."""
 
 FAST = llvm.FastMathAttr("fast")
+"""Every fast-math flag: results may change for NaN, inf, -0.0 (opt-in only)."""
+
+IEEE_SAFE = llvm.FastMathAttr(
+    (llvm.FastMathFlag.REASSOC, llvm.FastMathFlag.ALLOW_CONTRACT)
+)
+"""The flags that keep IEEE special values: reassociation and FMA contraction."""
+
 NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
 PTR = llvm.LLVMPointerType()
 
@@ -224,6 +236,8 @@ class _KernelTranslator:
 
     kernel: func.FuncOp
     declarations: _ModuleDeclarations
+    fast_math: bool = False
+    """Use every fast-math flag (see the module docstring), not only the safe ones."""
     in_parallel: bool = False
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     region: Region = field(default_factory=Region)
@@ -332,6 +346,10 @@ class _KernelTranslator:
                 f"lower-kernel-to-llvm: kernel @{self.kernel.sym_name.data}: {message}"
             )
         return t
+
+    @property
+    def _float_flags(self) -> llvm.FastMathAttr:
+        return FAST if self.fast_math else IEEE_SAFE
 
     def _lower_ops(self, ops: Sequence[Operation] | object) -> None:
         for op in ops:  # type: ignore[attr-defined]
@@ -501,7 +519,9 @@ class _KernelTranslator:
     ) -> llvm.FuncOp:
         """``void name(captures…, i64 %begin, i64 %end)``: the loop over
         ``[begin, end)``, translated like any loop but in its own function."""
-        outlined = _KernelTranslator(self.kernel, self.declarations, in_parallel=True)
+        outlined = _KernelTranslator(
+            self.kernel, self.declarations, self.fast_math, in_parallel=True
+        )
         arg_types = [*capture_types, i64, i64]
         outlined._start(arg_types)
         for value, arg in zip(captured, outlined.entry.args):
@@ -533,7 +553,9 @@ class _KernelTranslator:
     ) -> llvm.FuncOp:
         """``void name(ptr %data)``, run by every thread of the team: unpack
         the captures, take this thread's static chunk, run the body on it."""
-        worker = _KernelTranslator(self.kernel, self.declarations, in_parallel=True)
+        worker = _KernelTranslator(
+            self.kernel, self.declarations, self.fast_math, in_parallel=True
+        )
         worker._start([PTR])
         data = worker.entry.args[0]
         data.name_hint = "data"
@@ -701,7 +723,9 @@ class _KernelTranslator:
 
     def _lower_float_binary(self, op: Operation) -> None:
         lhs, rhs = (self._operand(v) for v in op.operands)
-        self.values[op.results[0]] = self._emit(_FLOAT_BINARY[type(op)](lhs, rhs, FAST))
+        self.values[op.results[0]] = self._emit(
+            _FLOAT_BINARY[type(op)](lhs, rhs, self._float_flags)
+        )
 
     def _lower_int_binary(self, op: Operation) -> None:
         lhs, rhs = (self._operand(v) for v in op.operands)
@@ -714,12 +738,30 @@ class _KernelTranslator:
 
     def _lower_negf(self, op: arith.NegfOp) -> None:
         self.values[op.result] = self._emit(
-            llvm.FNegOp(self._operand(op.operand), FAST)
+            llvm.FNegOp(self._operand(op.operand), self._float_flags)
         )
 
     def _lower_min_max(self, op: arith.MaximumfOp | arith.MinimumfOp) -> None:
+        """``arith.maximumf``/``minimumf`` mean IEEE 754-2019 maximum/minimum,
+        as ``llvm.maximum``/``minimum`` do: a NaN operand gives NaN, whichever
+        side it is on (x86's ``maxps`` alone returns its second operand).
+        LLVM lowers the intrinsics to ``vmaxps`` plus a NaN blend (three
+        instructions).  Against a constant ``c`` (relu, clip) the same
+        result is ``x ugt c ? x : c`` (``ult`` for the minimum): true for a
+        NaN ``x``, one or two instructions; unless ``c`` is the zero that
+        loses the tie (``maximum(-0.0, +0.0)`` is ``+0.0``)."""
         lhs, rhs = self._operand(op.lhs), self._operand(op.rhs)
-        predicate = "ogt" if isinstance(op, arith.MaximumfOp) else "olt"
+        is_max = isinstance(op, arith.MaximumfOp)
+        if self.fast_math:
+            predicate = "ogt" if is_max else "olt"
+        elif _wins_zero_tie(op.rhs, is_max):
+            predicate = "ugt" if is_max else "ult"
+        else:
+            t = op.result.type
+            name = f"llvm.{'maximum' if is_max else 'minimum'}.f{_byte_width(t) * 8}"
+            call = llvm.CallIntrinsicOp(name, [lhs, rhs], [t])
+            self.values[op.result] = self._emit(call)
+            return
         pick_lhs = self._emit(llvm.FCmpOp(lhs, rhs, predicate))
         self.values[op.result] = self._emit(llvm.SelectOp(pick_lhs, lhs, rhs))
 
@@ -793,6 +835,21 @@ class _KernelTranslator:
         self.values[op.results[0]] = self._emit(call)
 
 
+def _wins_zero_tie(bound: SSAValue, is_max: bool) -> bool:
+    """Whether ``bound`` is a float constant, not NaN, that IEEE 754-2019
+    ``maximum`` (``is_max``) or ``minimum`` returns when ``x`` equals it:
+    any non-zero value, and +0.0 for the maximum, -0.0 for the minimum."""
+    owner = bound.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(
+        owner.value, FloatAttr
+    ):
+        return False
+    value = owner.value.value.data
+    if math.isnan(value):
+        return False
+    return value != 0 or math.copysign(1.0, value) == (1.0 if is_max else -1.0)
+
+
 def _int_width(t: Attribute) -> int:
     assert isinstance(t, IntegerType)
     return t.width.data
@@ -863,8 +920,14 @@ def _provide_thread_runtime() -> None:
     ensure_runtime()
 
 
-def lower_kernels_to_llvm(module: ModuleOp, *, bounds_check: bool = False) -> None:
+def lower_kernels_to_llvm(
+    module: ModuleOp, *, bounds_check: bool = False, fast_math: bool = False
+) -> None:
     """Replace every kernel of ``module`` by its ``llvm.func``, in place.
+
+    ``fast_math``: allow LLVM every fast-math assumption (no NaN, no inf, no
+    signed zeros, reciprocals), which changes results for such values; off,
+    compiled code computes what the interpreters compute.
 
     Every kernel is translated before the module is changed, so a kernel that
     cannot be lowered raises :class:`PassError` and leaves the module as it
@@ -877,7 +940,7 @@ def lower_kernels_to_llvm(module: ModuleOp, *, bounds_check: bool = False) -> No
     lowered: list[tuple[func.FuncOp, list[llvm.FuncOp]]] = []
     for kernel in kernel_functions(module):
         outlined_before = len(declarations.outlined)
-        replacement = _KernelTranslator(kernel, declarations).translate()
+        replacement = _KernelTranslator(kernel, declarations, fast_math).translate()
         lowered.append(
             (kernel, [replacement, *declarations.outlined[outlined_before:]])
         )

@@ -5,6 +5,9 @@ The pass form of :func:`ember.lowering.kernel_to_llvm.lower_kernels_to_llvm`
 ``convert-arith-to-llvm``, for ember's kernel dialect).  Functions that are
 not kernels are left as they are.  A kernel that cannot be lowered fails the
 pass with a diagnostic naming the op, before any kernel is changed.
+
+Option ``fast_math`` (``lower-kernel-to-llvm{fast_math=true}``) allows LLVM
+every fast-math flag, which changes results for NaN, inf and -0.0.
 """
 
 from __future__ import annotations
@@ -24,5 +27,7 @@ class LowerKernelToLLVMPass(ModulePass):
 
     name = "lower-kernel-to-llvm"
 
+    fast_math: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_kernels_to_llvm(op)
+        lower_kernels_to_llvm(op, fast_math=self.fast_math)

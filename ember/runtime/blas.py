@@ -129,16 +129,19 @@ def _local_thread_setter() -> Callable[[int], int] | None:
 
 @contextmanager
 def _single_threaded() -> Iterator[None]:
-    """Run the BLAS calls inside on this thread alone (see the module docstring)."""
+    """Run the BLAS calls inside on this thread alone (see the module
+    docstring), with NaN and inf results as compiled code gives them: no
+    numpy warnings (docs/graph-dialect.md, "Floating-point semantics")."""
     setter = _local_thread_setter()
-    if setter is None:
-        yield
-        return
-    previous = setter(1)
-    try:
-        yield
-    finally:
-        setter(previous)
+    with np.errstate(all="ignore"):
+        if setter is None:
+            yield
+            return
+        previous = setter(1)
+        try:
+            yield
+        finally:
+            setter(previous)
 
 
 def _float32(array: NDArray, what: str, function: str) -> np.ndarray:

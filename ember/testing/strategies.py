@@ -17,8 +17,10 @@ reference interpreter::
 This mirrors what compiler projects do with random program generators (Csmith
 for C compilers, TVM's and MLIR's random-graph fuzzers): the generator knows
 the typing rules of every op, so every program it produces verifies, and it
-knows which values keep the arithmetic well defined, so the interpreter never
-produces NaN or infinity on the generated inputs.
+knows which values keep the arithmetic well defined, so no op overflows or
+divides by zero on the generated inputs.  IEEE special values still occur:
+by default some input arrays hold NaN, ±inf, -0.0 or denormals (see
+below), and compiled code must give them the interpreter's results.
 
 What a generated program looks like
 -----------------------------------
@@ -44,6 +46,21 @@ only takes operands whose interval suits it: ``sqrt`` needs ``lo >= 0``,
 no op may produce a value beyond ``±1e4`` (f16 overflows at 65504).  When no
 existing value qualifies, the operand is a fresh argument or constant drawn
 from ``[-2, 2]`` (or ``[0.5, 2]`` where a positive value is needed).
+
+IEEE special values
+-------------------
+Unless ``graph_programs(finite=True)``, one data argument (a primary
+operand, not a weight) in three gets one to three elements replaced by NaN,
++inf, -inf, -0.0 or a denormal, so NaN positions and inf signs are checked
+exactly wherever results are compared
+(:func:`ember.testing.assert_same_values`).  A value that may hold NaN or
+inf (its bounds then describe only its finite elements, except that results
+such as ``x / inf`` may be 0) is *special*, and so is every result computed
+from it; special values are never divisors, batch_norm parameters or cast
+to an integer type, whose results would not be defined, would depend on the
+sign of a zero, or would change when batch_norm is folded into a multiply
+and an add.  Constants, weights and positive arguments (divisors,
+variances) are always finite.
 
 Shapes are tiny (dimensions 1..6, spatial 1..8, rank <= 4) so the reference
 interpreter runs each program in milliseconds.
@@ -250,10 +267,17 @@ def _inner_bounds(dtype: np.dtype, low: float, high: float) -> tuple[float, floa
 
 
 def arrays_for(
-    t: TensorType, *, low: float = _ANY_RANGE[0], high: float = _ANY_RANGE[1]
+    t: TensorType,
+    *,
+    low: float = _ANY_RANGE[0],
+    high: float = _ANY_RANGE[1],
+    special_values: bool = False,
 ) -> st.SearchStrategy[np.ndarray]:
     """Arrays with the shape and dtype of tensor type ``t``, elements in
-    ``[low, high]`` (integers for integer types), never NaN or infinite.
+    ``[low, high]`` (integers for integer types), never NaN or infinite
+    unless ``special_values``: then (float types only) one to three elements
+    at drawn positions are NaN, +inf or -inf, or, if ``low < 0 < high``,
+    also -0.0 or a denormal of either sign.
 
     Three draws in four are dense uniform noise (from a drawn seed): a wrong
     rewrite rarely survives random data.  The fourth uses hypothesis'
@@ -286,9 +310,38 @@ def arrays_for(
         return np.asarray(values, dtype=dtype)
 
     edge_cases = hnp.arrays(dtype, shape, elements=elements)
-    return st.integers(0, 3).flatmap(
+    finite = st.integers(0, 3).flatmap(
         lambda kind: edge_cases if kind == 3 else st.integers(0, 2**32 - 1).map(noise)
     )
+    if not special_values or dtype.kind != "f":
+        return finite
+    return st.tuples(finite, _special_elements(dtype, shape, lo < 0 < hi)).map(
+        _with_specials
+    )
+
+
+def _special_elements(
+    dtype: np.dtype, shape: tuple[int, ...], around_zero: bool
+) -> st.SearchStrategy[list[tuple[int, float]]]:
+    """One to three (flat position, special value) pairs for an array."""
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    values = [math.nan, math.inf, -math.inf]
+    if around_zero:
+        values += [-0.0, tiny, -tiny, 3 * tiny]
+    size = math.prod(shape)
+    element = st.tuples(st.integers(0, size - 1), st.sampled_from(values))
+    return st.lists(element, min_size=1, max_size=3)
+
+
+def _with_specials(
+    drawn: tuple[np.ndarray, list[tuple[int, float]]],
+) -> np.ndarray:
+    array, specials = drawn
+    array = array.copy()
+    flat = array.reshape(-1)  # a view: arrays_for's arrays are contiguous
+    for position, value in specials:
+        flat[position] = value
+    return array
 
 
 # --------------------------------------------------------------------------
@@ -303,6 +356,8 @@ class _Value:
     ssa: SSAValue
     lo: float
     hi: float
+    special: bool = False
+    """May hold NaN or ±inf (see "IEEE special values" above)."""
 
     @property
     def type(self) -> TensorType:
@@ -343,11 +398,16 @@ class _ProgramBuilder:
     """
 
     def __init__(
-        self, draw: st.DrawFn, dtypes: tuple[str, ...], constants: bool
+        self,
+        draw: st.DrawFn,
+        dtypes: tuple[str, ...],
+        constants: bool,
+        finite: bool = False,
     ) -> None:
         self.draw = draw
         self.dtypes = dtypes
         self.constants = constants
+        self.finite = finite
         self.block = Block()
         self.inputs: list[np.ndarray] = []
         self.values: list[_Value] = []
@@ -355,14 +415,27 @@ class _ProgramBuilder:
     # ---- fresh values ---------------------------------------------------------
 
     def argument(
-        self, shape: Sequence[int], dtype: str, positive: bool = False
+        self,
+        shape: Sequence[int],
+        dtype: str,
+        positive: bool = False,
+        weight: bool = False,
     ) -> _Value:
-        """A new function argument with a drawn input array."""
+        """A new function argument with a drawn input array; special values
+        only in data (not ``positive``, not a ``weight``)."""
         lo, hi = _POSITIVE_RANGE if positive else _ANY_RANGE
         t = tensor_type(shape, dtype)
-        self.inputs.append(self.draw(arrays_for(t, low=lo, high=hi)))
+        specials = (
+            not self.finite
+            and not positive
+            and not weight
+            and dtype in _FLOATS
+            and self.draw(st.integers(0, 2)) == 0
+        )
+        array = self.draw(arrays_for(t, low=lo, high=hi, special_values=specials))
+        self.inputs.append(array)
         arg = self.block.insert_arg(t, len(self.block.args))
-        return self._push(arg, lo, hi)
+        return self._push(arg, lo, hi, special=not np.isfinite(array).all())
 
     def constant(
         self, shape: Sequence[int], dtype: str, positive: bool = False
@@ -387,10 +460,12 @@ class _ProgramBuilder:
     def secondary(
         self, shape: Sequence[int], dtype: str, positive: bool = False
     ) -> _Value:
-        """A fresh weight-like operand: an argument or (if allowed) a constant."""
+        """A fresh weight-like operand: an argument or (if allowed) a constant;
+        always finite (folding batch_norm into ``x * scale + shift`` differs
+        from the reference for infinite parameters: ``0 * inf``)."""
         if self.constants and self.draw(st.booleans()):
             return self.constant(shape, dtype, positive)
-        return self.argument(shape, dtype, positive)
+        return self.argument(shape, dtype, positive, weight=True)
 
     # ---- choosing operands -------------------------------------------------
 
@@ -450,11 +525,16 @@ class _ProgramBuilder:
     # ---- adding ops ---------------------------------------------------------
 
     def add(self, op: Operation, lo: float, hi: float) -> _Value:
+        """Append ``op``, whose result lies in ``[lo, hi]`` where its operands
+        are finite; it is special if any operand is."""
+        special = any(v.special for v in self.values if v.ssa in op.operands)
         self.block.add_op(op)
-        return self._push(op.results[0], lo, hi)
+        return self._push(op.results[0], lo, hi, special)
 
-    def _push(self, ssa: SSAValue, lo: float, hi: float) -> _Value:
-        value = _Value(ssa, float(lo), float(hi))
+    def _push(
+        self, ssa: SSAValue, lo: float, hi: float, special: bool = False
+    ) -> _Value:
+        value = _Value(ssa, float(lo), float(hi), special)
         self.values.append(value)
         return value
 
@@ -512,7 +592,9 @@ def _product_interval(
 
 
 def _away_from_zero(v: _Value) -> bool:
-    return v.lo >= _DIVISOR_GAP or v.hi <= -_DIVISOR_GAP
+    """Whether ``v`` may divide: no element near zero, none NaN or inf (a
+    special value's finite elements may be 0, as in ``x / inf``)."""
+    return not v.special and (v.lo >= _DIVISOR_GAP or v.hi <= -_DIVISOR_GAP)
 
 
 def _broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
@@ -668,7 +750,12 @@ def _gen_batch_norm(b: _ProgramBuilder) -> None:
     def parameter(positive: bool) -> _Value:
         def ok(v: _Value) -> bool:
             in_range = _away_from_zero(v) and v.lo > 0 if positive else v.bound <= 2
-            return v.shape == (size,) and v.dtype == data.dtype and in_range
+            return (
+                v.shape == (size,)
+                and v.dtype == data.dtype
+                and in_range
+                and not v.special
+            )
 
         return b.operand(ok, lambda: b.secondary((size,), data.dtype, positive))
 
@@ -927,7 +1014,9 @@ def _gen_concatenate(b: _ProgramBuilder) -> None:
 
 def _gen_cast(b: _ProgramBuilder) -> None:
     data = b.primary("graph.cast", lambda v: True, _any_shape(min_rank=0))
-    target = b.draw(st.sampled_from(b.dtypes))
+    # NaN and inf have no integer value (numpy leaves the cast undefined).
+    targets = [d for d in b.dtypes if d in _FLOATS or not data.special]
+    target = b.draw(st.sampled_from(targets))
     op = graph.CastOp.build([data.ssa], dtype=target)
     if target in _FLOATS:
         b.add(op, data.lo, data.hi)
@@ -993,8 +1082,10 @@ def graph_programs(
     min_ops: int = 1,
     max_ops: int = 8,
     max_outputs: int = 3,
+    finite: bool = False,
 ) -> st.SearchStrategy[GraphProgram]:
-    """Random well-typed graph programs with inputs that keep them finite.
+    """Random well-typed graph programs, with inputs that never make an op
+    overflow or divide by zero.
 
     - ``ops``: the graph ops the program may contain, as names (``"conv2d"``
       or ``"graph.conv2d"``) or op classes; default: every op of
@@ -1007,6 +1098,10 @@ def graph_programs(
     - ``min_ops``/``max_ops``: how many ops (of ``ops``) the program has, not
       counting the constants made for secondary operands.
     - ``max_outputs``: the entry function returns 1..max_outputs values.
+    - ``finite``: no NaN, ±inf, -0.0 or denormal in the inputs.  By default
+      some float inputs hold them (see the module docstring), so compare
+      results with :func:`ember.testing.assert_same_values`, which requires
+      NaN positions and inf signs to match exactly.
 
     Every program verifies (``ember.verify_module``); every draw builds a new
     module.
@@ -1034,7 +1129,7 @@ def graph_programs(
 
     @st.composite
     def programs(draw: st.DrawFn) -> GraphProgram:
-        builder = _ProgramBuilder(draw, dtypes, constants)
+        builder = _ProgramBuilder(draw, dtypes, constants, finite)
         # Swarm testing (Groce et al., ISSTA 2012): each program uses a random
         # subset of the ops, so same-op chains and rare combinations are
         # common instead of drowned in a uniform mix.

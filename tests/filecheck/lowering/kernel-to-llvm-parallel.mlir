@@ -62,7 +62,7 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NOT:     GOMP_parallel
 // CHECK:         llvm.br ^[[LOOP_J:.*]](%{{.*}} : i64)
 // CHECK-NEXT:  ^[[LOOP_J]](%j: i64):
-// CHECK:         llvm.fmul %{{.*}}, %[[TWO]] {fastmathFlags = #llvm.fastmath<fast>} : f32
+// CHECK:         llvm.fmul %{{.*}}, %[[TWO]] {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
 // CHECK:         %[[NEXT:.*]] = llvm.add %i, %{{.*}} overflow<nsw> : i64
 // CHECK-NEXT:    %[[MORE:.*]] = llvm.icmp "slt" %[[NEXT]], %end : i64
 // CHECK-NEXT:    llvm.cond_br %[[MORE]], ^[[LOOP_I]](%[[NEXT]] : i64), ^{{.*}}
