@@ -768,7 +768,7 @@ class _KernelParser:
                 raise self.source.error(node, "T.cast(value, dtype)")
             dtype = self._evaluate(node.args[1])
             try:
-                t = _element_type(dtype)
+                t = IndexType() if dtype == "index" else _element_type(dtype)
             except IRError as error:
                 raise self.source.error(node, str(error)) from None
             return self._convert(self._expr(node.args[0]), t, node)
