@@ -25,3 +25,9 @@ class PassError(EmberError):
 
 class RuntimeFailure(EmberError, RuntimeError):
     """A compiled module or executor was used wrongly or failed to run."""
+
+
+class OnnxImportError(EmberError, ValueError):
+    """An ONNX model that ember cannot import faithfully: an unsupported
+    operator, attribute or data type (named with the node and the opset), a
+    dynamic shape left unfixed, or a damaged file."""

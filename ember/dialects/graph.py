@@ -1416,6 +1416,27 @@ GRAPH_OPS: tuple[type[GraphOp], ...] = (
 OPS_BY_NAME: dict[str, type[GraphOp]] = {op.name: op for op in GRAPH_OPS}
 
 
+ARGUMENT_NAME_ATTR = "graph.name"
+"""Argument attribute holding a function argument's external name.
+
+SSA names cannot hold every name a model uses (ONNX has ``x:0`` and
+``images/1``, and xDSL drops a trailing ``_<digits>`` when printing), so an
+importer writes ``%x_0: tensor<…> {graph.name = "x:0"}``; everything that
+names arguments (``ember.build`` params, ``GraphExecutor.set_input``,
+``bind-params``, ``ember-run --input``) asks :func:`argument_name`.
+"""
+
+
+def argument_name(func: FuncOp, index: int) -> str:
+    """The name of argument ``index`` of ``func``: its ``graph.name``
+    attribute, else its SSA name, else ``arg<index>``."""
+    if func.arg_attrs is not None and index < len(func.arg_attrs.data):
+        name = func.arg_attrs.data[index].data.get(ARGUMENT_NAME_ATTR)
+        if isinstance(name, StringAttr):
+            return name.data
+    return func.args[index].name_hint or f"arg{index}"
+
+
 def fusion_kind(op: Operation) -> FusionKind:
     """The fusion kind of any op (non-graph ops are opaque)."""
     return getattr(type(op), "FUSION_KIND", FusionKind.OPAQUE)

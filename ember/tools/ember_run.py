@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
-from ember.dialects.graph import numpy_dtype, tensor_type, type_str
+from ember.dialects.graph import argument_name, numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
 from ember.ir import parse_source
 from ember.tools import read_source, run_tool
@@ -150,7 +150,7 @@ def function_arguments(func: FuncOp) -> list[Argument]:
     for index, (block_arg, arg_type) in enumerate(
         zip(func.args, func.function_type.inputs.data)
     ):
-        name = block_arg.name_hint or f"arg{index}"
+        name = argument_name(func, index)
         arguments.append(Argument(name, _tensor_type(func, name, arg_type), index))
     return arguments
 
