@@ -50,7 +50,7 @@ from ember.errors import EmberError, OnnxImportError
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["SUPPORTED_OPSETS", "converters_table", "from_onnx"]
+__all__ = ["SUPPORTED_OPSETS", "converters_table", "from_onnx", "parse_model_bytes"]
 
 SUPPORTED_OPSETS = range(9, 22)
 """Opsets of the default ONNX domain that the converters cover (9–21)."""
@@ -363,18 +363,26 @@ def _load_model(model: Any) -> onnx.ModelProto:
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         try:
-            return onnx.load(path)
-        except FileNotFoundError:
-            raise OnnxImportError(f"cannot read ONNX model '{path}': no such file") from None
+            with open(path, "rb") as stream:
+                data = stream.read()
         except OSError as error:
             raise OnnxImportError(f"cannot read ONNX model '{path}': {error.strerror or error}") from None
-        except Exception as error:  # protobuf's DecodeError and friends
-            raise OnnxImportError(
-                f"'{path}' is not a valid ONNX model: {type(error).__name__}: {error}"
-            ) from None
+        return parse_model_bytes(data, path)
     raise OnnxImportError(
         f"from_onnx expects an onnx.ModelProto or a path to a .onnx file, got {type(model).__name__}"
     )
+
+
+def parse_model_bytes(data: bytes, name: str = "<bytes>") -> onnx.ModelProto:
+    """An ``onnx.ModelProto`` from the bytes of a ``.onnx`` file."""
+    import onnx
+
+    try:
+        return onnx.load_model_from_string(data)
+    except Exception as error:  # protobuf's DecodeError and friends
+        raise OnnxImportError(
+            f"'{name}' is not a valid ONNX model: {type(error).__name__}: {error}"
+        ) from None
 
 
 def _default_opset(proto: onnx.ModelProto) -> int:

@@ -19,8 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ember.ir import parse_source
-from ember.tools import read_source, run_tool
+from ember.tools import read_module, run_tool
 
 TOOL = "ember-translate"
 
@@ -51,8 +50,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from ember.compiler import CompileOptions, lower_to_stage
 
     args = _argument_parser().parse_args(argv)
-    text, name = read_source(args.input_file)
-    module = parse_source(text, name).module
+    module, _ = read_module(args.input_file)
     options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline)
     result = lower_to_stage(module, args.emit, options=options)
     if args.output:
