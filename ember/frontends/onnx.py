@@ -171,9 +171,14 @@ _SSA_NAME = re.compile(r"[A-Za-z_$.-][\w$.-]*")
 
 
 def _ssa_name(name: str) -> str:
-    """The nearest valid SSA name (``x:0`` → ``x_0``; ``1a`` → ``_1a``)."""
-    cleaned = re.sub(r"[^\w$.-]", "_", name) or "arg"
-    return cleaned if _SSA_NAME.fullmatch(cleaned) else f"_{cleaned}"
+    """The nearest valid SSA name (``x:0`` → ``x_0``; ``1a`` → ``arg_1a``).
+
+    xDSL drops a trailing ``_<digits>``, so a name must not be only that.
+    """
+    cleaned = re.sub(r"[^\w$.-]", "_", name)
+    if not _SSA_NAME.fullmatch(cleaned) or re.fullmatch(r"_\d+", cleaned):
+        cleaned = f"arg_{cleaned}"
+    return cleaned
 
 
 # --------------------------------------------------------------------------
