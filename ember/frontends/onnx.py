@@ -50,7 +50,7 @@ from ember.errors import EmberError, OnnxImportError
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["SUPPORTED_OPSETS", "converters_table", "from_onnx", "parse_model_bytes"]
+__all__ = ["IMPORT_TIME_INPUTS", "SUPPORTED_OPSETS", "converters_table", "from_onnx", "parse_model_bytes"]
 
 SUPPORTED_OPSETS = range(9, 22)
 """Opsets of the default ONNX domain that the converters cover (9–21)."""
@@ -99,6 +99,27 @@ def converter(op_type: str, first: int = 1, last: int = 10**6) -> Callable[[Conv
         return fn
 
     return register
+
+
+IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "ConstantOfShape": (0,),
+    "Pad": (1, 2, 3),
+    "Slice": (1, 2, 3, 4),
+    "Split": (1,),
+    "Resize": (1, 2, 3),
+    "Upsample": (1,),
+    "ReduceMean": (1,),
+    "ReduceSum": (1,),
+    "ReduceMax": (1,),
+    "Gather": (1,),
+    "Dropout": (2,),
+}
+"""Inputs (by position) that fix a shape or an attribute: ember's shapes
+are static, so these must be known at import time (initializers, Constant
+outputs or values folded from them)."""
 
 
 def converters_table() -> dict[str, list[tuple[int, int]]]:
@@ -251,6 +272,10 @@ class _Node:
                 f"but '{self.proto.input[index]}' is computed by the graph"
             )
         return value
+
+    def is_computed(self, index: int) -> bool:
+        """Whether input ``index`` is computed at run time (not a constant)."""
+        return isinstance(self.importer.values[self.proto.input[index]], SSAValue)
 
     def optional_constant(self, index: int, what: str) -> np.ndarray | None:
         return self.constant(index, what) if self.has_input(index) else None
@@ -765,6 +790,14 @@ def _clip_6(node: _Node) -> SSAValue:
 @converter("Clip", 11)
 def _clip_11(node: _Node) -> SSAValue:
     x = node.tensor(0)
+    if any(node.has_input(i) and node.is_computed(i) for i in (1, 2)):
+        # Bounds fed at run time: min(max(x, lo), hi), exactly numpy.clip.
+        result = x
+        if node.has_input(1):
+            result = node.emit(graph.MaximumOp, [result, node.tensor(1)])
+        if node.has_input(2):
+            result = node.emit(graph.MinimumOp, [result, node.tensor(2)])
+        return result
     low = node.optional_constant(1, "min")
     high = node.optional_constant(2, "max")
     return _clip_to(
@@ -813,10 +846,42 @@ def _softmax_13(node: _Node) -> SSAValue:
 # --------------------------------------------------------------------------
 
 
+def _window_data(node: _Node) -> tuple[SSAValue, bool]:
+    """Input 0 as NCHW, and whether it was lifted: 1-D windows over N×C×W
+    are the 2-D windows of height 1 over N×C×1×W (exactly), so the node's
+    1-D attributes are rewritten to 2-D ones."""
+    shape = node.shape(0)
+    if len(shape) == 4:
+        return node.tensor(0), False
+    if len(shape) != 3:
+        raise node.unsupported(
+            f"{node.op_type} on data of rank {len(shape)} (shape {list(shape)}; "
+            "ember has 1-D and 2-D windows)"
+        )
+    for name in ("kernel_shape", "strides", "dilations"):
+        if name in node.attrs:
+            node.attrs[name] = [1, *node.attrs[name]]
+    if "pads" in node.attrs and len(node.attrs["pads"]) == 2:
+        begin, end = node.attrs["pads"]
+        node.attrs["pads"] = [0, begin, 0, end]
+    n, c, w = shape
+    return node.reshape(node.tensor(0), [n, c, 1, w]), True
+
+
+def _window_result(node: _Node, result: SSAValue, lifted: bool) -> SSAValue:
+    if not lifted:
+        return result
+    n, c, _, w = shape_of(result)
+    return node.reshape(result, [n, c, w])
+
+
 @converter("Conv", 1)
 def _conv(node: _Node) -> SSAValue:
-    _require_rank(node, 0, 4, "Conv on data")
-    data, weight = node.tensor(0), node.tensor(1)
+    data, lifted = _window_data(node)
+    weight = node.tensor(1)
+    if lifted:
+        o, i, k = shape_of(weight)
+        weight = node.reshape(weight, [o, i, 1, k])
     kernel = node.ints("kernel_shape", shape_of(weight)[2:])
     strides = node.ints("strides", [1, 1])
     dilations = node.ints("dilations", [1, 1])
@@ -833,7 +898,7 @@ def _conv(node: _Node) -> SSAValue:
     )
     if node.has_input(2):
         result = node.emit(graph.BiasAddOp, [result, node.tensor(2)], axis=1)
-    return result
+    return _window_result(node, result, lifted)
 
 
 @converter("BatchNormalization", 9)
@@ -919,25 +984,24 @@ def _pool_window(node: _Node, data: SSAValue) -> tuple[list[int], list[int], lis
 
 @converter("MaxPool", 8)
 def _max_pool(node: _Node) -> SSAValue:
-    _require_rank(node, 0, 4, "MaxPool on data")
     _unused_outputs(node, 1, "argmax indices")
     if node.attr("storage_order", 0):
         raise node.unsupported("storage_order = 1")
-    data = node.tensor(0)
+    data, lifted = _window_data(node)
     kernel, strides, padding, _ = _pool_window(node, data)
-    return node.emit(graph.MaxPool2dOp, [data], pool_size=kernel, strides=strides, padding=padding)
+    result = node.emit(graph.MaxPool2dOp, [data], pool_size=kernel, strides=strides, padding=padding)
+    return _window_result(node, result, lifted)
 
 
 @converter("AveragePool", 7)
 def _avg_pool(node: _Node) -> SSAValue:
-    _require_rank(node, 0, 4, "AveragePool on data")
-    data = node.tensor(0)
+    data, lifted = _window_data(node)
     kernel, strides, padding, ceil_extra = _pool_window(node, data)
     include_pad = bool(node.attr("count_include_pad", 0))
     if include_pad and ceil_extra:
         # ONNX counts the explicit pads but not the ceil_mode overhang.
         raise node.unsupported("count_include_pad = 1 together with a ceil_mode overhang")
-    return node.emit(
+    result = node.emit(
         graph.AvgPool2dOp,
         [data],
         pool_size=kernel,
@@ -945,6 +1009,7 @@ def _avg_pool(node: _Node) -> SSAValue:
         padding=padding,
         count_include_pad=include_pad,
     )
+    return _window_result(node, result, lifted)
 
 
 @converter("GlobalAveragePool", 1)
@@ -1061,6 +1126,14 @@ def _unsqueeze_13(node: _Node) -> SSAValue:
 def _concat(node: _Node) -> SSAValue:
     values = node.tensors()
     return node.emit(graph.ConcatenateOp, values, axis=int(node.attr("axis")))
+
+
+@converter("Constant", 9)
+@converter("ConstantOfShape", 9)
+def _constant(node: _Node) -> list[np.ndarray]:
+    # Reached only when an input is computed: ConstantOfShape of a shape
+    # known only at run time (Constant has no inputs and always folds).
+    raise node.error("the shape input must be known at import time")
 
 
 @converter("Shape", 1)
