@@ -392,6 +392,24 @@ def test_sqrt() -> None:
     check(unary("sqrt"), positive=True)
 
 
+def test_log() -> None:
+    check(unary("log"), positive=True)
+
+
+@pytest.mark.parametrize(
+    "op,data,out,attrs",
+    [
+        ("reduce_sum", "1x4x5x5xf32", "1x4x1x1xf32", "{axes = [2, 3]}"),
+        ("reduce_mean", "2x3x4xf32", "2x3xf32", "{axes = [-1], keepdims = false}"),
+        ("reduce_mean", "2x3x4xf16", "3xf16", "{axes = [0, 2], keepdims = false}"),
+        ("reduce_max", "2x3x4xf32", "2x1x4xf32", "{axes = [1]}"),
+        ("reduce_max", "2x3xf16", "f16", "{axes = [0, 1], keepdims = false}"),
+    ],
+)
+def test_reductions(op: str, data: str, out: str, attrs: str) -> None:
+    check(_one_input(op, data, out, attrs))
+
+
 def test_relu_f16_is_exact() -> None:
     check(unary("relu", dtype="f16"), exact=True)
 
@@ -516,6 +534,13 @@ func.func @main(%x: tensor<{data}>) -> tensor<{out}> {{
         ("cast", "2x3xf32", "2x3xi32", ""),
         ("cast", "2x3xi32", "2x3xf32", ""),
         ("cast", "2x3xi32", "2x3xf16", ""),
+        ("slice", "2x8xf32", "2x3xf32", "{begin = [0, 1], end = [2, 7], strides = [1, 2]}"),
+        ("slice", "3x5xi32", "2x5xi32", "{begin = [2, 4], end = [0, -1], strides = [-1, -1]}"),
+        ("slice", "1x3x6x6xf16", "1x2x3x2xf16", "{begin = [0, 1, 0, 1], end = [1, 3, 6, 4], strides = [1, 1, 2, 2]}"),
+        ("pad", "1x2x4x4xf32", "1x2x6x8xf32", '{padding = [0, 0, 1, 2, 0, 0, 1, 2], mode = "reflect"}'),
+        ("pad", "2x3xf16", "5x4xf16", '{padding = [1, 0, 2, 1], mode = "edge"}'),
+        ("pad", "2x3xf32", "5x4xf32", "{padding = [1, 0, 2, 1], value = 2.5}"),
+        ("pad", "2x3xi32", "5x4xi32", "{padding = [1, 0, 2, 1], value = -3.0}"),
     ],
 )
 def test_data_movement(op: str, data: str, out: str, attrs: str) -> None:

@@ -780,6 +780,19 @@ class SqrtOp(_UnaryElementwise):
 
 
 @irdl_op_definition
+class LogOp(_UnaryElementwise):
+    """Natural logarithm (``-inf`` at 0, NaN for negative inputs, as in IEEE 754).
+
+    ```mlir
+    %0 = graph.log %x : tensor<1x16xf32>
+    ```
+    """
+
+    name = "graph.log"
+    traits = _TRAITS
+
+
+@irdl_op_definition
 class NegativeOp(_UnaryElementwise):
     """``-x``."""
 
@@ -1115,6 +1128,186 @@ class ConcatenateOp(GraphOp):
         return TensorType(types[0].element_type, out)
 
 
+def slice_extent(begin: int, end: int, stride: int) -> int:
+    """How many elements ``begin, begin + stride, …`` stop before ``end``."""
+    if stride > 0:
+        return max(0, -(-(end - begin) // stride))
+    return max(0, -(-(begin - end) // -stride))
+
+
+@irdl_op_definition
+class SliceOp(GraphOp):
+    """Strided slice (``relay.strided_slice``): along axis ``d``, element
+    ``i`` of the result is element ``begin[d] + i·strides[d]`` of ``data``;
+    ``end`` is exclusive, a negative stride walks backwards (``end = -1``
+    then means "through index 0").  Indices are explicit: no Python-style
+    negative indices, nothing clamped.
+
+    ```mlir
+    %0 = graph.slice %x {begin = [0, 1], end = [2, 7], strides = [1, 2]} : (tensor<2x8xf32>) -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.slice"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    DTYPES: ClassVar = ALL_TYPES
+    ATTRS: ClassVar = {
+        "begin": AttrSpec("ints"),
+        "end": AttrSpec("ints"),
+        "strides": AttrSpec("ints", ()),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, ALL_TYPES)
+        shape = shape_of(data)
+        begin, end = attrs["begin"], attrs["end"]
+        if begin is None or end is None:
+            _fail(f"{op}: attributes 'begin' and 'end' are required")
+        strides = attrs["strides"] or (1,) * len(shape)
+        for name, values in (("begin", begin), ("end", end), ("strides", strides)):
+            if len(values) != len(shape):
+                _fail(f"{op}: '{name}' has {len(values)} values but data has rank {len(shape)}")
+        out = []
+        for d, (size, b, e, s) in enumerate(zip(shape, begin, end, strides)):
+            if s == 0:
+                _fail(f"{op}: stride of axis {d} is 0")
+            if s > 0 and not (0 <= b < e <= size):
+                _fail(f"{op}: axis {d} of size {size}: need 0 <= begin < end <= size, got begin {b}, end {e}")
+            if s < 0 and not (-1 <= e < b < size):
+                _fail(f"{op}: axis {d} of size {size}: a negative stride needs -1 <= end < begin < size, got begin {b}, end {e}")
+            out.append(slice_extent(b, e, s))
+        return TensorType(data.element_type, out)
+
+
+PAD_MODES = ("constant", "reflect", "edge")
+
+
+@irdl_op_definition
+class PadOp(GraphOp):
+    """Pad every axis (``relay.nn.pad``).  ``padding`` lists the elements
+    added before each axis, then after each axis (ONNX's order:
+    ``[b0, b1, …, e0, e1, …]``).  ``mode``: ``constant`` fills with
+    ``value``; ``reflect`` mirrors without repeating the edge
+    (``[1, 2, 3]`` → ``[3, 2, 1, 2, 3, 2, 1]``); ``edge`` repeats the edge.
+
+    ```mlir
+    %0 = graph.pad %x {padding = [0, 0, 1, 2, 0, 0, 1, 2], mode = "reflect"} : (tensor<1x2x4x4xf32>) -> tensor<1x2x6x8xf32>
+    ```
+    """
+
+    name = "graph.pad"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    DTYPES: ClassVar = ALL_TYPES
+    ATTRS: ClassVar = {
+        "padding": AttrSpec("ints"),
+        "mode": AttrSpec("str", "constant"),
+        "value": AttrSpec("float", 0.0),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, ALL_TYPES)
+        shape = shape_of(data)
+        padding, mode = attrs["padding"], attrs["mode"]
+        if padding is None:
+            _fail(f"{op}: missing attribute 'padding'")
+        if len(padding) != 2 * len(shape):
+            _fail(f"{op}: 'padding' has {len(padding)} values, expected {2 * len(shape)} for rank {len(shape)}")
+        if mode not in PAD_MODES:
+            _fail(f"{op}: mode '{mode}' is not one of {', '.join(PAD_MODES)}")
+        rank = len(shape)
+        out = []
+        for d, size in enumerate(shape):
+            before, after = padding[d], padding[rank + d]
+            if before < 0 or after < 0:
+                _fail(f"{op}: padding must not be negative, got {list(padding)}")
+            if mode == "reflect" and max(before, after) > size - 1:
+                _fail(f"{op}: reflect padding of axis {d} ({before}, {after}) must be smaller than its size {size}")
+            if mode == "edge" and size == 0 and before + after:
+                _fail(f"{op}: edge padding of the empty axis {d}")
+            out.append(size + before + after)
+        return TensorType(data.element_type, out)
+
+
+class _Reduce(GraphOp):
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.REDUCTION
+    ATTRS: ClassVar = {"axes": AttrSpec("ints"), "keepdims": AttrSpec("bool", True)}
+
+    @classmethod
+    def reduced_axes(cls, axes: Sequence[int], rank: int) -> tuple[int, ...]:
+        norm = tuple(sorted({_axis(cls.name, a, rank) for a in axes}))
+        if len(norm) != len(axes):
+            _fail(f"{cls.name}: axes {list(axes)} repeat an axis")
+        return norm
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        shape = shape_of(data)
+        if attrs["axes"] is None or not attrs["axes"]:
+            _fail(f"{op}: 'axes' must name at least one axis")
+        axes = cls.reduced_axes(attrs["axes"], len(shape))
+        if any(shape[a] == 0 for a in axes):
+            _fail(f"{op}: cannot reduce an empty axis")
+        if attrs["keepdims"]:
+            out = [1 if d in axes else n for d, n in enumerate(shape)]
+        else:
+            out = [n for d, n in enumerate(shape) if d not in axes]
+        return TensorType(data.element_type, out)
+
+
+@irdl_op_definition
+class ReduceSumOp(_Reduce):
+    """Sum over ``axes`` (``relay.sum``); ``keepdims`` keeps them as size 1.
+
+    ```mlir
+    %0 = graph.reduce_sum %x {axes = [2, 3]} : (tensor<1x4x5x5xf32>) -> tensor<1x4x1x1xf32>
+    ```
+    """
+
+    name = "graph.reduce_sum"
+
+
+@irdl_op_definition
+class ReduceMeanOp(_Reduce):
+    """Mean over ``axes`` (``relay.mean``): the sum divided by the count.
+
+    ```mlir
+    %0 = graph.reduce_mean %x {axes = [-1], keepdims = false} : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.reduce_mean"
+
+
+@irdl_op_definition
+class ReduceMaxOp(_Reduce):
+    """Maximum over ``axes`` (``relay.max``); NaN anywhere gives NaN.
+
+    ```mlir
+    %0 = graph.reduce_max %x {axes = [1]} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+    ```
+    """
+
+    name = "graph.reduce_max"
+
+
 @irdl_op_definition
 class CastOp(GraphOp):
     """Convert the element type (numpy ``astype``: floats to ints truncate).
@@ -1393,6 +1586,7 @@ GRAPH_OPS: tuple[type[GraphOp], ...] = (
     TanhOp,
     ExpOp,
     SqrtOp,
+    LogOp,
     NegativeOp,
     ClipOp,
     AddOp,
@@ -1409,6 +1603,11 @@ GRAPH_OPS: tuple[type[GraphOp], ...] = (
     ReshapeOp,
     TransposeOp,
     ConcatenateOp,
+    SliceOp,
+    PadOp,
+    ReduceSumOp,
+    ReduceMeanOp,
+    ReduceMaxOp,
     CastOp,
     ConstantOp,
 )

@@ -326,6 +326,46 @@ def _concatenate(
     return np.concatenate(list(inputs), axis=attrs["axis"])
 
 
+def _slice(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    strides = attrs["strides"] or (1,) * data.ndim
+    index = tuple(
+        slice(b, e if e >= 0 else None, s)
+        for b, e, s in zip(attrs["begin"], attrs["end"], strides)
+    )
+    return data[index].copy()
+
+
+def _pad(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    padding = attrs["padding"]
+    widths = list(zip(padding[: data.ndim], padding[data.ndim :]))
+    mode = attrs["mode"]
+    if mode == "constant":
+        fill = np.asarray(attrs["value"], dtype=np.float32).astype(data.dtype)
+        return np.pad(data, widths, mode="constant", constant_values=fill)
+    return np.pad(data, widths, mode=mode)
+
+
+def _reduce(fn: Callable[..., np.ndarray]) -> RefImpl:
+    def run(
+        inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+    ) -> np.ndarray:
+        data = inputs[0]
+        axes = tuple(a % data.ndim for a in attrs["axes"])
+        return fn(data, axis=axes, keepdims=bool(attrs["keepdims"]), dtype=data.dtype)
+
+    return run
+
+
+def _reduce_max(data: np.ndarray, axis: tuple[int, ...], keepdims: bool, dtype: Any) -> np.ndarray:
+    return np.max(data, axis=axis, keepdims=keepdims)
+
+
 def _cast(
     inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
 ) -> np.ndarray:
@@ -353,6 +393,7 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.tanh": _unary(np.tanh),
     "graph.exp": _unary(np.exp),
     "graph.sqrt": _unary(np.sqrt),
+    "graph.log": _unary(np.log),
     "graph.negative": _unary(np.negative),
     "graph.clip": _clip,
     "graph.add": _binary(np.add),
@@ -369,6 +410,11 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.reshape": _reshape_to_result,
     "graph.transpose": _transpose,
     "graph.concatenate": _concatenate,
+    "graph.slice": _slice,
+    "graph.pad": _pad,
+    "graph.reduce_sum": _reduce(np.sum),
+    "graph.reduce_mean": _reduce(np.mean),
+    "graph.reduce_max": _reduce(_reduce_max),
     "graph.cast": _cast,
     "graph.constant": _constant,
 }

@@ -552,6 +552,7 @@ _SCALAR_FNS: dict[str, Callable[[_Emitter, GraphOp, Sequence[SSAValue]], SSAValu
     "graph.tanh": _unary_math(xmath.TanhOp),
     "graph.exp": _unary_math(xmath.ExpOp),
     "graph.sqrt": _unary_math(xmath.SqrtOp),
+    "graph.log": _unary_math(xmath.LogOp),
     "graph.negative": _negative,
     "graph.clip": _clip,
     "graph.add": _binary(arith.AddfOp, arith.AddiOp),
@@ -768,6 +769,108 @@ def _gen_concatenate(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
             indices[axis] = em.add_index(indices[axis], offset)
             low.emit_result(em, value, indices)
         offset += shape[axis]
+
+
+def _gen_slice(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """One nest over the result; element ``i`` reads ``begin + i·stride``."""
+    (data,) = op.operands
+    shape = graph.shape_of(op.results[0])
+    strides = op.attr("strides") or (1,) * len(shape)
+    with (
+        em.nest(_names("i", len(shape)), shape) as ivs,
+        em.kblock("slice", _spatial(ivs)) as vs,
+    ):
+        source = [
+            em.affine([(v, stride)], begin)
+            for v, stride, begin in zip(vs, strides, op.attr("begin"))
+        ]
+        low.emit_result(em, em.load_widened(low.buffer(data), source), vs)
+
+
+def _index_abs(em: _Emitter, value: SSAValue) -> SSAValue:
+    return _max(em, value, em.add(arith.SubiOp(em.index(0), value)))
+
+
+def _gen_pad(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """One nest over the result.  Each axis maps its index back into the
+    data: ``edge`` clamps, ``reflect`` folds twice (``n-1 - |n-1 - |i||``),
+    ``constant`` clamps (so the load stays in bounds) and selects ``value``
+    where any axis is outside."""
+    (data,) = op.operands
+    in_shape = graph.shape_of(data)
+    out_shape = graph.shape_of(op.results[0])
+    rank = len(in_shape)
+    padding, mode = op.attr("padding"), op.attr("mode")
+    with (
+        em.nest(_names("i", rank), out_shape) as ivs,
+        em.kblock("pad", _spatial(ivs)) as vs,
+    ):
+        source: list[SSAValue] = []
+        inside: SSAValue | None = None
+        for d, v in enumerate(vs):
+            before, after, size = padding[d], padding[rank + d], in_shape[d]
+            if before == 0 and after == 0:
+                source.append(v)
+                continue
+            index = em.add_index(v, -before)
+            last = em.index(size - 1)
+            if mode == "reflect":
+                folded = _index_abs(em, em.add(arith.SubiOp(last, _index_abs(em, index))))
+                source.append(em.add(arith.SubiOp(last, folded)))
+                continue
+            clamped = _min(em, _max(em, index, em.index(0)), last)
+            source.append(clamped)
+            if mode == "constant":
+                same = em.add(arith.CmpiOp(index, clamped, "eq"))
+                inside = same if inside is None else em.add(arith.AndIOp(inside, same))
+        value = em.load_widened(low.buffer(data), source)
+        if inside is not None:
+            fill = em.const(op.attr("value"), value.type)
+            value = em.add(arith.SelectOp(inside, value, fill))
+        low.emit_result(em, value, vs)
+
+
+def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """reduce_sum/mean/max: a nest over the kept axes; per element an
+    accumulator, a reduction nest over the reduced axes, then the store."""
+    (data,) = op.operands
+    shape = graph.shape_of(data)
+    axes = op.reduced_axes(op.attr("axes"), len(shape))
+    kept = [d for d in range(len(shape)) if d not in axes]
+    name = _short_name(op)
+    is_max = name == "reduce_max"
+    kinds = ["serial"] * len(kept)
+    wide = [i for i, d in enumerate(kept) if shape[d] > 1]
+    if wide:
+        kinds[wide[0]] = "parallel"
+    with em.nest(_names("o", len(kept)), [shape[d] for d in kept], kinds) as outer:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        zero = em.index(0)
+        with em.kblock(f"{name}_init", _spatial(outer)):
+            em.store(em.const(-math.inf if is_max else 0.0, f32), acc, [zero])
+        with em.nest(_names("r", len(axes)), [shape[d] for d in axes], ["serial"] * len(axes)) as inner:
+            bindings = _spatial(outer) + [(iv, REDUCE) for iv in inner]
+            with em.kblock(name, bindings) as vs:
+                at = dict(zip(kept, vs[: len(kept)])) | dict(zip(axes, vs[len(kept) :]))
+                x = em.load_widened(low.buffer(data), [at[d] for d in range(len(shape))])
+                zero = em.index(0)
+                old = em.load(acc, [zero])
+                new = _max(em, old, x) if is_max else em.add(arith.AddfOp(old, x))
+                em.store(new, acc, [zero])
+        with em.kblock(f"{name}_store", _spatial(outer)) as vo:
+            zero = em.index(0)
+            value = em.load(acc, [zero])
+            if name == "reduce_mean":
+                count = math.prod(shape[d] for d in axes)
+                value = em.add(arith.DivfOp(value, em.const(count, f32)))
+            if op.attr("keepdims"):
+                at = dict(zip(kept, vo))
+                indices = [at.get(d, zero) for d in range(len(shape))]
+            else:
+                indices = list(vo)
+            low.emit_result(em, value, indices)
+        em.add(memref.DeallocOp.get(acc))
 
 
 def _padded_copy(
@@ -1589,6 +1692,11 @@ _GENERATORS: dict[str, Callable[[_Emitter, _Lowering, GraphOp], None]] = {
     **{name: _gen_elementwise for name in _SCALAR_FNS},
     **{name: _gen_remap for name in _REMAP_OPS},
     "graph.concatenate": _gen_concatenate,
+    "graph.slice": _gen_slice,
+    "graph.pad": _gen_pad,
+    "graph.reduce_sum": _gen_reduce,
+    "graph.reduce_mean": _gen_reduce,
+    "graph.reduce_max": _gen_reduce,
     "graph.conv2d": _gen_conv2d,
     "graph.dense": _gen_dense,
     "graph.matmul": _gen_matmul,

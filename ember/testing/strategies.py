@@ -98,6 +98,8 @@ _INT_OPS = frozenset(
         "graph.reshape",
         "graph.transpose",
         "graph.concatenate",
+        "graph.slice",
+        "graph.pad",
         "graph.cast",
         "graph.constant",
     }
@@ -728,6 +730,12 @@ _gen_sqrt = _unary(
     positive=True,
 )
 _gen_negative = _unary("graph.negative", lambda v: True, lambda x: (-x.hi, -x.lo))
+_gen_log = _unary(
+    "graph.log",
+    lambda v: v.lo >= 0.25,
+    lambda x: (math.log(x.lo), math.log(x.hi)),
+    positive=True,
+)
 
 
 def _gen_clip(b: _ProgramBuilder) -> None:
@@ -925,6 +933,65 @@ def _gen_concatenate(b: _ProgramBuilder) -> None:
     b.add(op, min(p.lo for p in parts), max(p.hi for p in parts))
 
 
+def _gen_slice(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.slice", lambda v: v.rank >= 1, _any_shape())
+    begin, end, strides = [], [], []
+    for size in data.shape:
+        stride = b.draw(st.sampled_from([1, 1, 2, -1]))
+        first = b.draw(st.integers(0, size - 1))
+        if stride > 0:
+            last = b.draw(st.integers(first + 1, size))
+        else:
+            last = b.draw(st.integers(-1, first - 1))
+        begin.append(first)
+        end.append(last)
+        strides.append(stride)
+    ones = (1,) * data.rank
+    op = graph.SliceOp.build(
+        [data.ssa], begin=begin, end=end, strides=b.maybe_default(tuple(strides), ones)
+    )
+    b.add(op, data.lo, data.hi)
+
+
+def _gen_pad(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.pad", lambda v: v.rank >= 1, _any_shape())
+    mode = b.draw(st.sampled_from(graph.PAD_MODES))
+    padding = []
+    for _ in range(2):
+        for size in data.shape:
+            limit = size - 1 if mode == "reflect" else 2
+            padding.append(b.draw(st.integers(0, min(2, limit))))
+    lo, hi = data.lo, data.hi
+    attrs: dict[str, Any] = {"padding": padding, "mode": b.maybe_default(mode, "constant")}
+    if mode == "constant":
+        # Quarter steps are exact in every dtype; integers take whole values.
+        value = b.draw(st.integers(-8, 8)) / (4 if data.is_float else 1)
+        attrs["value"] = b.maybe_default(value, 0.0)
+        if any(padding):
+            lo, hi = min(lo, value), max(hi, value)
+    b.add(graph.PadOp.build([data.ssa], **attrs), lo, hi)
+
+
+def _gen_reduce(name: str) -> Callable[[_ProgramBuilder], None]:
+    def generate(b: _ProgramBuilder) -> None:
+        data = b.primary(name, lambda v: v.rank >= 1, _any_shape())
+        axes = b.draw(
+            st.lists(st.integers(-data.rank, data.rank - 1), min_size=1, max_size=data.rank,
+                     unique_by=lambda a: a % data.rank)
+        )
+        keepdims = b.draw(st.booleans())
+        op = graph.OPS_BY_NAME[name].build(
+            [data.ssa], axes=axes, keepdims=b.maybe_default(keepdims, True)
+        )
+        count = math.prod(data.shape[a % data.rank] for a in axes)
+        lo, hi = data.lo, data.hi
+        if name == "graph.reduce_sum":
+            lo, hi = min(lo * count, lo), max(hi * count, hi)
+        b.add(op, lo, hi)
+
+    return generate
+
+
 def _gen_cast(b: _ProgramBuilder) -> None:
     data = b.primary("graph.cast", lambda v: True, _any_shape(min_rank=0))
     target = b.draw(st.sampled_from(b.dtypes))
@@ -951,6 +1018,7 @@ _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.tanh": _gen_tanh,
     "graph.exp": _gen_exp,
     "graph.sqrt": _gen_sqrt,
+    "graph.log": _gen_log,
     "graph.negative": _gen_negative,
     "graph.clip": _gen_clip,
     "graph.add": _gen_add,
@@ -967,6 +1035,11 @@ _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.reshape": _gen_reshape,
     "graph.transpose": _gen_transpose,
     "graph.concatenate": _gen_concatenate,
+    "graph.slice": _gen_slice,
+    "graph.pad": _gen_pad,
+    "graph.reduce_sum": _gen_reduce("graph.reduce_sum"),
+    "graph.reduce_mean": _gen_reduce("graph.reduce_mean"),
+    "graph.reduce_max": _gen_reduce("graph.reduce_max"),
     "graph.cast": _gen_cast,
     "graph.constant": _gen_constant,
 }
