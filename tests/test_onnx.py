@@ -154,6 +154,86 @@ def _reshape_with_shape_arithmetic(opset: int) -> tuple[Any, dict[str, np.ndarra
     return make_model(nodes, {"x": ((2, 3, 4), F32)}, ["y"], inits, opset), {"x": _rand(2, 3, 4)}
 
 
+def _slice_case(starts: Any, ends: Any, axes: Any, steps: Any) -> Case:
+    def build(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+        shape = (5, 6, 7)
+        if opset < 10:
+            node = helper.make_node("Slice", ["x"], ["y"], starts=starts, ends=ends, axes=axes)
+            inits = None
+        else:
+            names = ["x", "starts", "ends", "axes"] + (["steps"] if steps is not None else [])
+            node = helper.make_node("Slice", names, ["y"])
+            inits = {"starts": np.array(starts, np.int64), "ends": np.array(ends, np.int64),
+                     "axes": np.array(axes, np.int64)}
+            if steps is not None:
+                inits["steps"] = np.array(steps, np.int64)
+        return make_model([node], {"x": (shape, F32)}, ["y"], inits, opset), {"x": _rand(*shape)}
+
+    return build
+
+
+def _split_case(sizes: Any) -> Case:
+    def build(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+        outputs = ["a", "b"]
+        inits = None
+        if sizes is None:
+            attrs = {"num_outputs": 2} if opset >= 18 else {}
+            node = helper.make_node("Split", ["x"], outputs, axis=1, **attrs)
+        elif opset < 13:
+            node = helper.make_node("Split", ["x"], outputs, axis=1, split=sizes)
+        else:
+            node = helper.make_node("Split", ["x", "split"], outputs, axis=1)
+            inits = {"split": np.array(sizes, np.int64)}
+        return make_model([node], {"x": ((2, 4, 3), F32)}, outputs, inits, opset), {"x": _rand(2, 4, 3)}
+
+    return build
+
+
+def _gather_case(indices: Any, axis: int) -> Case:
+    def build(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+        node = helper.make_node("Gather", ["x", "i"], ["y"], axis=axis)
+        inits = {"i": np.array(indices, np.int64)}
+        return make_model([node], {"x": ((2, 3, 4), F32)}, ["y"], inits, opset), {"x": _rand(2, 3, 4)}
+
+    return build
+
+
+def _pad_case(mode: str, pads: list[int]) -> Case:
+    def build(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+        if opset < 11:
+            node = helper.make_node("Pad", ["x"], ["y"], mode=mode, pads=pads, value=1.5)
+            inits = None
+        else:
+            inputs = ["x", "pads"] + (["value"] if mode == "constant" else [])
+            node = helper.make_node("Pad", inputs, ["y"], mode=mode)
+            inits = {"pads": np.array(pads, np.int64), "value": np.array(1.5, F32)}
+        return make_model([node], {"x": ((1, 3, 4, 5), F32)}, ["y"], inits, opset), {"x": _rand(1, 3, 4, 5)}
+
+    return build
+
+
+def _reduce_case(op_type: str, axes: Any, keepdims: int) -> Case:
+    def build(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+        axes_as_input = opset >= (13 if op_type == "ReduceSum" else 18)
+        inits = None
+        if axes is None:
+            node = helper.make_node(op_type, ["x"], ["y"], keepdims=keepdims)
+        elif axes_as_input:
+            node = helper.make_node(op_type, ["x", "axes"], ["y"], keepdims=keepdims)
+            inits = {"axes": np.array(axes, np.int64)}
+        else:
+            node = helper.make_node(op_type, ["x"], ["y"], axes=axes, keepdims=keepdims)
+        return make_model([node], {"x": ((2, 3, 4, 5), F32)}, ["y"], inits, opset), {"x": _rand(2, 3, 4, 5)}
+
+    return build
+
+
+def _conv1d(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 2], strides=[2], dilations=[2])
+    model = make_model([node], {"x": ((2, 3, 11), F32)}, ["y"], {"w": _rand(4, 3, 3, seed=1)}, opset)
+    return model, {"x": _rand(2, 3, 11)}
+
+
 SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
     "Conv": (lambda o: _conv(o, pads=[1, 0, 2, 1], strides=[2, 1]), (9, 11, 21)),
     "Conv-depthwise": (lambda o: _conv(o, group=8, dilations=[2, 2], pads=[2, 2, 2, 2]), (11, 21)),
@@ -208,6 +288,25 @@ SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
     "Squeeze": (_axes_op("Squeeze", (2, 1, 4, 1), [1, -1]), (9, 11, 13)),
     "Unsqueeze": (_axes_op("Unsqueeze", (2, 4), [0, -1]), (9, 11, 13)),
     "Reshape-shape-arithmetic": (_reshape_with_shape_arithmetic, (9, 11, 13, 21)),
+    "Slice": (_slice_case([1, -3], [100, -1], [1, 2], None), (9,)),
+    "Slice-steps": (_slice_case([1, -1, 0], [4, -100, 100], [0, 1, -1], [2, -2, 3]), (10, 13)),
+    "Split-attr": (_split_case([1, 3]), (11,)),
+    "Split-input": (_split_case([1, 3]), (13,)),
+    "Split-equal": (_split_case(None), (11, 13, 18)),
+    "Gather": (_gather_case([[0, 2], [-1, 1]], 1), (9, 13)),
+    "Gather-scalar": (_gather_case(2, 2), (11, 13)),
+    "Pad-constant": (_pad_case("constant", [0, 1, 2, 0, 0, 2, 1, 0]), (9, 11, 13, 18)),
+    "Pad-reflect": (_pad_case("reflect", [0, 0, 2, 1, 0, 0, 1, 3]), (9, 11, 18)),
+    "Pad-edge": (_pad_case("edge", [0, 1, 0, 2, 0, 2, 1, 0]), (11, 18)),
+    "Pad-negative": (_pad_case("constant", [0, 0, -1, 2, 0, 0, 1, -2]), (11,)),
+    "ReduceMean": (_reduce_case("ReduceMean", [2, 3], 1), (9, 13, 18)),
+    "ReduceSum": (_reduce_case("ReduceSum", [-1], 0), (9, 13)),
+    "ReduceMax": (_reduce_case("ReduceMax", [1], 1), (9, 13, 18)),
+    "ReduceMax-all": (_reduce_case("ReduceMax", None, 0), (11, 18)),
+    "LogSoftmax-axis1": (_one("LogSoftmax", (2, 3, 4), axis=1), (9, 11, 13)),
+    "LogSoftmax-default": (_one("LogSoftmax", (2, 3, 4)), (9, 13)),
+    "Conv1d": (_conv1d, (11, 13)),
+    "MaxPool1d": (_one("MaxPool", (1, 2, 9), kernel_shape=[3], strides=[2], pads=[1, 1]), (12,)),
     "Identity": (_one("Identity", (3, 4)), (9, 16)),
     "Dropout": (_one("Dropout", (3, 4)), (9, 12, 13)),
 }

@@ -1164,3 +1164,229 @@ def _cast(node: _Node) -> SSAValue:
     if graph.numpy_dtype(x.type.element_type) == dtype:  # type: ignore[union-attr]
         return x
     return node.emit_typed(graph.CastOp, [x], tensor_type(shape_of(x), dtype))
+
+
+# --------------------------------------------------------------------------
+# Converters: slicing, gathering, padding
+# --------------------------------------------------------------------------
+
+
+def _slice_axis(size: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """ONNX Slice's index rules for one axis → graph.slice's explicit begin/end."""
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    if step > 0:
+        return min(max(start, 0), size), min(max(end, 0), size)
+    return min(max(start, -1), size - 1), min(max(end, -1), size - 1)
+
+
+def _emit_slice(
+    node: _Node, x: SSAValue, begin: Sequence[int], end: Sequence[int], strides: Sequence[int]
+) -> SSAValue:
+    shape = shape_of(x)
+    if all(b == 0 and e == n and s == 1 for b, e, s, n in zip(begin, end, strides, shape)):
+        return x
+    extents = [graph.slice_extent(b, e, s) for b, e, s in zip(begin, end, strides)]
+    if 0 in extents:
+        raise node.unsupported(f"an empty result (slice of {list(shape)} has shape {extents})")
+    return node.emit(graph.SliceOp, [x], begin=list(begin), end=list(end), strides=list(strides))
+
+
+def _slice(node: _Node, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None, steps: Sequence[int] | None) -> SSAValue:
+    x = node.tensor(0)
+    shape = shape_of(x)
+    axes = list(range(len(starts))) if axes is None else list(axes)
+    steps = [1] * len(starts) if steps is None else list(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise node.error("starts, ends, axes and steps must have the same length")
+    begin, end, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    normalized = _normalize_axes(node, axes, len(shape))
+    if len(set(normalized)) != len(normalized):
+        raise node.error(f"axes {axes} repeat an axis")
+    for axis, start, stop, step in zip(normalized, starts, ends, steps):
+        if step == 0:
+            raise node.error(f"step of axis {axis} is 0")
+        # ONNX uses INT64_MAX/MIN for "to the end": Python ints hold them exactly.
+        begin[axis], end[axis] = _slice_axis(shape[axis], int(start), int(stop), int(step))
+        strides[axis] = int(step)
+    return _emit_slice(node, x, begin, end, strides)
+
+
+@converter("Slice", 1, 9)
+def _slice_1(node: _Node) -> SSAValue:
+    return _slice(node, node.ints("starts"), node.ints("ends"), node.ints("axes"), None)
+
+
+@converter("Slice", 10)
+def _slice_10(node: _Node) -> SSAValue:
+    def ints(index: int, what: str) -> list[int] | None:
+        value = node.optional_constant(index, what)
+        return None if value is None else [int(v) for v in value.reshape(-1)]
+
+    return _slice(node, ints(1, "starts"), ints(2, "ends"), ints(3, "axes"), ints(4, "steps"))  # type: ignore[arg-type]
+
+
+def _split(node: _Node, sizes: Sequence[int] | None) -> list[SSAValue]:
+    x = node.tensor(0)
+    shape = shape_of(x)
+    axis = _normalize_axes(node, [int(node.attr("axis", 0))], len(shape))[0]
+    count = len(node.proto.output)
+    if sizes is None:
+        parts = int(node.attr("num_outputs", count))
+        chunk = -(-shape[axis] // parts)
+        sizes = [min(chunk, shape[axis] - i * chunk) for i in range(parts)]
+    if sum(sizes) != shape[axis] or any(s <= 0 for s in sizes):
+        raise node.error(f"split sizes {list(sizes)} do not divide axis {axis} of size {shape[axis]}")
+    results, offset = [], 0
+    for size in sizes:
+        begin, end = [0] * len(shape), list(shape)
+        begin[axis], end[axis] = offset, offset + size
+        results.append(_emit_slice(node, x, begin, end, [1] * len(shape)))
+        offset += size
+    return results
+
+
+@converter("Split", 2, 12)
+def _split_2(node: _Node) -> list[SSAValue]:
+    return _split(node, node.ints("split"))
+
+
+@converter("Split", 13)
+def _split_13(node: _Node) -> list[SSAValue]:
+    sizes = node.optional_constant(1, "split")
+    return _split(node, None if sizes is None else [int(s) for s in sizes.reshape(-1)])
+
+
+@converter("Gather", 1)
+def _gather(node: _Node) -> SSAValue:
+    # Constant indices: runs of consecutive indices become slices, joined
+    # along the axis and reshaped to the gathered shape (pure data movement).
+    x = node.tensor(0)
+    shape = shape_of(x)
+    axis = _normalize_axes(node, [int(node.attr("axis", 0))], len(shape))[0]
+    indices = node.constant(1, "indices").astype(np.int64)
+    size = shape[axis]
+    if np.any((indices < -size) | (indices >= size)):
+        raise node.error(f"indices {indices.reshape(-1).tolist()} out of range for axis {axis} of size {size}")
+    flat = [int(i) % size for i in indices.reshape(-1)]
+    if not flat:
+        raise node.unsupported("an empty indices tensor")
+    runs: list[list[int]] = [[flat[0], flat[0] + 1]]
+    for i in flat[1:]:
+        if i == runs[-1][1]:
+            runs[-1][1] += 1
+        else:
+            runs.append([i, i + 1])
+    pieces = []
+    for start, stop in runs:
+        begin, end = [0] * len(shape), list(shape)
+        begin[axis], end[axis] = start, stop
+        pieces.append(_emit_slice(node, x, begin, end, [1] * len(shape)))
+    joined = pieces[0] if len(pieces) == 1 else node.emit(graph.ConcatenateOp, pieces, axis=axis)
+    out_shape = [*shape[:axis], *indices.shape, *shape[axis + 1 :]]
+    return node.reshape(joined, out_shape)
+
+
+def _pad(node: _Node, pads: Sequence[int], mode: str, value: float, axes: Sequence[int] | None) -> SSAValue:
+    x = node.tensor(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    if mode not in graph.PAD_MODES:
+        raise node.unsupported(f"mode '{mode}'")
+    if axes is not None:
+        axes = _normalize_axes(node, axes, rank)
+        if len(pads) != 2 * len(axes):
+            raise node.error(f"pads {list(pads)} must have two values per axis in {axes}")
+        full = [0] * (2 * rank)
+        for i, axis in enumerate(axes):
+            full[axis], full[rank + axis] = pads[i], pads[len(axes) + i]
+        pads = full
+    if len(pads) != 2 * rank:
+        raise node.error(f"pads {list(pads)} must have {2 * rank} values for rank {rank}")
+    # Negative pads crop: slice first, then pad by the positive amounts.
+    begin = [max(-p, 0) for p in pads[:rank]]
+    end = [n - max(-p, 0) for n, p in zip(shape, pads[rank:])]
+    if any(b >= e for b, e in zip(begin, end)):
+        raise node.unsupported(f"pads {list(pads)} that crop {list(shape)} to nothing")
+    x = _emit_slice(node, x, begin, end, [1] * rank)
+    positive = [max(p, 0) for p in pads]
+    if not any(positive):
+        return x
+    return node.emit(graph.PadOp, [x], padding=positive, mode=mode, value=float(value))
+
+
+@converter("Pad", 2, 10)
+def _pad_2(node: _Node) -> SSAValue:
+    return _pad(node, node.ints("pads"), node.attr("mode", "constant"), float(node.attr("value", 0.0)), None)
+
+
+@converter("Pad", 11)
+def _pad_11(node: _Node) -> SSAValue:
+    pads = [int(p) for p in node.constant(1, "pads").reshape(-1)]
+    fill = node.optional_constant(2, "constant_value")
+    axes = node.optional_constant(3, "axes") if node.opset >= 18 else None
+    return _pad(
+        node,
+        pads,
+        node.attr("mode", "constant"),
+        0.0 if fill is None else float(np.asarray(fill).reshape(-1)[0]),
+        None if axes is None else [int(a) for a in axes.reshape(-1)],
+    )
+
+
+# --------------------------------------------------------------------------
+# Converters: reductions and log-softmax
+# --------------------------------------------------------------------------
+
+
+def _reduce(op_class: type[GraphOp], axes_input_from: int) -> ConverterFn:
+    def convert(node: _Node) -> SSAValue:
+        x = node.tensor(0)
+        rank = len(shape_of(x))
+        keepdims = bool(node.attr("keepdims", 1))
+        if node.opset >= axes_input_from:
+            value = node.optional_constant(1, "axes")
+            axes = None if value is None else [int(a) for a in value.reshape(-1)]
+            if not axes and node.attr("noop_with_empty_axes", 0):
+                return x
+        else:
+            axes = node.ints("axes")
+        if not axes:
+            axes = list(range(rank))
+        return node.emit(op_class, [x], axes=axes, keepdims=keepdims)
+
+    return convert
+
+
+converter("ReduceSum", 1)(_reduce(graph.ReduceSumOp, 13))
+converter("ReduceMean", 1)(_reduce(graph.ReduceMeanOp, 18))
+converter("ReduceMax", 1)(_reduce(graph.ReduceMaxOp, 18))
+
+
+def _log_softmax_of(node: _Node, x: SSAValue, axis: int) -> SSAValue:
+    # x − max − log(Σ exp(x − max)), ONNX's definition, along `axis`.
+    peak = node.emit(graph.ReduceMaxOp, [x], axes=[axis], keepdims=True)
+    shifted = node.emit(graph.SubtractOp, [x, peak])
+    total = node.emit(graph.ReduceSumOp, [node.emit(graph.ExpOp, [shifted])], axes=[axis], keepdims=True)
+    return node.emit(graph.SubtractOp, [shifted, node.emit(graph.LogOp, [total])])
+
+
+@converter("LogSoftmax", 1, 12)
+def _log_softmax_1(node: _Node) -> SSAValue:
+    x = node.tensor(0)
+    shape = shape_of(x)
+    axis = _normalize_axes(node, [node.attr("axis", 1)], len(shape))[0]
+    flat = node.reshape(x, [math.prod(shape[:axis]), math.prod(shape[axis:])])
+    return node.reshape(_log_softmax_of(node, flat, 1), shape)
+
+
+@converter("LogSoftmax", 13)
+def _log_softmax_13(node: _Node) -> SSAValue:
+    return _log_softmax_of(node, node.tensor(0), int(node.attr("axis", -1)))
+
+
+@converter("Log", 6)
+def _log(node: _Node) -> SSAValue:
+    return node.emit(graph.LogOp, [node.tensor(0)])
