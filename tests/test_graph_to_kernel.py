@@ -392,6 +392,20 @@ def test_sqrt() -> None:
     check(unary("sqrt"), positive=True)
 
 
+@pytest.mark.parametrize(
+    "data,weight,out,attrs",
+    [
+        ("1x4x5x5xf32", "4x2x3x3xf32", "1x2x10x10xf32",
+         "{strides = [2, 2], padding = [1, 1, 1, 1], output_padding = [1, 1]}"),
+        ("2x4x3x4xf16", "4x3x3x2xf16", "2x6x5x10xf16",
+         "{groups = 2, dilation = [2, 1], padding = [0, 1, 2, 0], strides = [1, 3]}"),
+        ("1x1x2x2xf32", "1x1x1x1xf32", "1x1x2x2xf32", ""),
+    ],
+)
+def test_conv2d_transpose(data: str, weight: str, out: str, attrs: str) -> None:
+    check(binary("conv2d_transpose", data[:-4], weight[:-4], out[:-4], dtype=data[-3:], attrs=attrs))
+
+
 def test_log() -> None:
     check(unary("log"), positive=True)
 

@@ -234,6 +234,20 @@ def _conv1d(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
     return model, {"x": _rand(2, 3, 11)}
 
 
+def _conv_transpose(opset: int, **attrs: Any) -> tuple[Any, dict[str, np.ndarray]]:
+    group = attrs.get("group", 1)
+    w = _rand(4, 6 // group, 3, 3, seed=1)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)
+    model = make_model([node], {"x": ((2, 4, 7, 6), F32)}, ["y"], {"w": w, "b": _rand(6, seed=2)}, opset)
+    return model, {"x": _rand(2, 4, 7, 6)}
+
+
+def _conv_transpose1d(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2], pads=[1, 0], output_padding=[1])
+    model = make_model([node], {"x": ((1, 3, 5), F32)}, ["y"], {"w": _rand(3, 2, 4, seed=1)}, opset)
+    return model, {"x": _rand(1, 3, 5)}
+
+
 SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
     "Conv": (lambda o: _conv(o, pads=[1, 0, 2, 1], strides=[2, 1]), (9, 11, 21)),
     "Conv-depthwise": (lambda o: _conv(o, group=8, dilations=[2, 2], pads=[2, 2, 2, 2]), (11, 21)),
@@ -307,6 +321,11 @@ SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
     "LogSoftmax-default": (_one("LogSoftmax", (2, 3, 4)), (9, 13)),
     "Conv1d": (_conv1d, (11, 13)),
     "MaxPool1d": (_one("MaxPool", (1, 2, 9), kernel_shape=[3], strides=[2], pads=[1, 1]), (12,)),
+    "ConvTranspose": (lambda o: _conv_transpose(o, strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]), (9, 11, 21)),
+    "ConvTranspose-groups-dilated": (lambda o: _conv_transpose(o, group=2, dilations=[2, 1], pads=[0, 1, 2, 0]), (11,)),
+    "ConvTranspose-output_shape": (lambda o: _conv_transpose(o, strides=[3, 2], output_shape=[20, 12]), (11,)),
+    "ConvTranspose-same_upper": (lambda o: _conv_transpose(o, strides=[2, 2], auto_pad="SAME_UPPER"), (11,)),
+    "ConvTranspose1d": (_conv_transpose1d, (13,)),
     "Identity": (_one("Identity", (3, 4)), (9, 16)),
     "Dropout": (_one("Dropout", (3, 4)), (9, 12, 13)),
 }

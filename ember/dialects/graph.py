@@ -583,6 +583,64 @@ class Conv2dOp(GraphOp):
 
 
 @irdl_op_definition
+class Conv2dTransposeOp(GraphOp):
+    """Transposed 2-D convolution (``relay.nn.conv2d_transpose``, ONNX
+    ``ConvTranspose``), data NCHW, weight IOHW (input channels, output
+    channels per group, KH, KW): every input pixel scatters its weighted
+    window into the output, ``padding`` crops the full result.
+
+    ```mlir
+    %0 = graph.conv2d_transpose %x, %w {strides = [2, 2], padding = [1, 1, 1, 1], output_padding = [1, 1]} : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x10x10xf32>
+    ```
+    """
+
+    name = "graph.conv2d_transpose"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
+    ATTRS: ClassVar = {
+        "strides": AttrSpec("ints", (1, 1), 2),
+        "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
+        "dilation": AttrSpec("ints", (1, 1), 2),
+        "output_padding": AttrSpec("ints", (0, 0), 2),
+        "groups": AttrSpec("int", 1),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        weight = _tensor(op, "weight", operand_types[1])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        _same_dtype(op, [("data", data), ("weight", weight)])
+        n, c, h, w = _rank(op, "data", data, 4, "NCHW")
+        i, o, kh, kw = _rank(op, "weight", weight, 4, "IOHW")
+        groups = attrs["groups"]
+        if groups <= 0 or c % groups:
+            _fail(f"{op}: data has {c} channels, not divisible by groups = {groups}")
+        if i != c:
+            _fail(f"{op}: weight has {i} input channels but data has {c}")
+        out = []
+        for size, k, s, d, p0, p1, extra, axis in zip(
+            (h, w), (kh, kw), attrs["strides"], attrs["dilation"],
+            attrs["padding"][:2], attrs["padding"][2:], attrs["output_padding"], ("height", "width"),
+        ):
+            if s <= 0 or d <= 0 or k <= 0:
+                _fail(f"{op}: strides, dilation and the window must be positive")
+            if min(p0, p1, extra) < 0:
+                _fail(f"{op}: padding and output_padding must not be negative")
+            if extra >= max(s, d):
+                _fail(f"{op}: output_padding {extra} must be smaller than the stride or dilation of the {axis}")
+            full = (size - 1) * s + (k - 1) * d + 1 + extra
+            if full - p0 - p1 <= 0:
+                _fail(f"{op}: padding {p0 + p1} crops the whole {axis} ({full})")
+            out.append(full - p0 - p1)
+        return TensorType(data.element_type, [n, o * groups, *out])
+
+
+@irdl_op_definition
 class DenseOp(GraphOp):
     """Fully connected layer, TVM semantics: ``data (N×K) · weightᵀ (U×K) → N×U``.
 
@@ -1577,6 +1635,7 @@ class CallExternOp(IRDLOperation):
 
 GRAPH_OPS: tuple[type[GraphOp], ...] = (
     Conv2dOp,
+    Conv2dTransposeOp,
     DenseOp,
     MatmulOp,
     BiasAddOp,

@@ -858,9 +858,11 @@ def _window_data(node: _Node) -> tuple[SSAValue, bool]:
             f"{node.op_type} on data of rank {len(shape)} (shape {list(shape)}; "
             "ember has 1-D and 2-D windows)"
         )
-    for name in ("kernel_shape", "strides", "dilations"):
-        if name in node.attrs:
-            node.attrs[name] = [1, *node.attrs[name]]
+    for name, lifted in (
+        ("kernel_shape", 1), ("strides", 1), ("dilations", 1), ("output_padding", 0), ("output_shape", 1)
+    ):
+        if name in node.attrs and len(node.attrs[name]) == 1:
+            node.attrs[name] = [lifted, *node.attrs[name]]
     if "pads" in node.attrs and len(node.attrs["pads"]) == 2:
         begin, end = node.attrs["pads"]
         node.attrs["pads"] = [0, begin, 0, end]
@@ -894,6 +896,53 @@ def _conv(node: _Node) -> SSAValue:
         strides=strides,
         padding=pads,
         dilation=dilations,
+        groups=int(node.attr("group", 1)),
+    )
+    if node.has_input(2):
+        result = node.emit(graph.BiasAddOp, [result, node.tensor(2)], axis=1)
+    return _window_result(node, result, lifted)
+
+
+@converter("ConvTranspose", 1)
+def _conv_transpose(node: _Node) -> SSAValue:
+    data, lifted = _window_data(node)
+    weight = node.tensor(1)
+    if lifted:
+        i, o, k = shape_of(weight)
+        weight = node.reshape(weight, [i, o, 1, k])
+    kernel = node.ints("kernel_shape", shape_of(weight)[2:])
+    if list(kernel) != list(shape_of(weight)[2:]):
+        raise node.error(f"kernel_shape {kernel} differs from the weight's {list(shape_of(weight)[2:])}")
+    strides = node.ints("strides", [1, 1])
+    dilations = node.ints("dilations", [1, 1])
+    extra = node.ints("output_padding", [0, 0])
+    auto_pad = node.attr("auto_pad", "NOTSET") or "NOTSET"
+    output_shape = node.ints("output_shape")
+    sizes = shape_of(data)[2:]
+    if output_shape is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        output_shape = [size * s for size, s in zip(sizes, strides)]
+    if output_shape is not None:
+        output_shape = list(output_shape[-2:])
+        begin, end = [], []
+        for size, k, s, d, e, want in zip(sizes, kernel, strides, dilations, extra, output_shape):
+            total = s * (size - 1) + e + (k - 1) * d + 1 - want
+            if total < 0:
+                raise node.unsupported(f"output_shape {output_shape} larger than the full result")
+            small = total // 2
+            begin.append(small if auto_pad == "SAME_UPPER" else total - small)
+            end.append(total - small if auto_pad == "SAME_UPPER" else small)
+        pads = [*begin, *end]
+    elif auto_pad == "VALID":
+        pads = [0, 0, 0, 0]
+    else:
+        pads = node.ints("pads", [0, 0, 0, 0])
+    result = node.emit(
+        graph.Conv2dTransposeOp,
+        [data, weight],
+        strides=strides,
+        padding=pads,
+        dilation=dilations,
+        output_padding=extra,
         groups=int(node.attr("group", 1)),
     )
     if node.has_input(2):

@@ -175,6 +175,33 @@ def _conv2d(
     return out.reshape(n, out_channels, oh, ow)
 
 
+def _conv2d_transpose(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    """Scatter form: each window offset adds ``data · weight[:, :, ky, kx]``
+    into a strided view of the full output, which ``padding`` then crops."""
+    data, weight = inputs
+    n, c, h, w = data.shape
+    _, og, kh, kw = weight.shape
+    groups = attrs["groups"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilation"]
+    pt, pl, _, _ = attrs["padding"]
+    eh, ew = attrs["output_padding"]
+    full_h = (h - 1) * sh + (kh - 1) * dh + 1 + eh
+    full_w = (w - 1) * sw + (kw - 1) * dw + 1 + ew
+    full = np.zeros((n, groups, og, full_h, full_w), dtype=np.float32)
+    x = data.reshape(n, groups, c // groups, h, w)
+    wg = weight.reshape(groups, c // groups, og, kh, kw)
+    for ky in range(kh):
+        for kx in range(kw):
+            contribution = np.einsum("ngchw,gco->ngohw", x, wg[:, :, :, ky, kx])
+            full[:, :, :, ky * dh : ky * dh + (h - 1) * sh + 1 : sh,
+                 kx * dw : kx * dw + (w - 1) * sw + 1 : sw] += contribution
+    _, out_c, oh, ow = _result_shape(result_type)
+    return full.reshape(n, out_c, full_h, full_w)[:, :, pt : pt + oh, pl : pl + ow].copy()
+
+
 def _dense(
     inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
 ) -> np.ndarray:
@@ -384,6 +411,7 @@ def _constant(
 
 REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.conv2d": _conv2d,
+    "graph.conv2d_transpose": _conv2d_transpose,
     "graph.dense": _dense,
     "graph.matmul": _matmul,
     "graph.bias_add": _bias_add,

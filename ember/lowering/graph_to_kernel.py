@@ -873,6 +873,78 @@ def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
         em.add(memref.DeallocOp.get(acc))
 
 
+def _gen_conv2d_transpose(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """Gather form of the transposed convolution: the input is spread into a
+    zero buffer at stride steps (offset ``(K-1)·dilation``), then each output
+    pixel is a plain correlation of that buffer with the flipped window:
+    ``out[y] = Σ buf[y + pad_top + k·d] · w[K-1-k]``.  Loops say what, not
+    how: schedules may tile them later."""
+    data, weight = op.operands
+    n, channels, height, width = graph.shape_of(data)
+    _, per_group, kh, kw = graph.shape_of(weight)
+    _, out_channels, oh, ow = graph.shape_of(op.results[0])
+    groups = op.attr("groups")
+    in_group = channels // groups
+    sh, sw = op.attr("strides")
+    dh, dw = op.attr("dilation")
+    top, left, _, _ = op.attr("padding")
+    off_h, off_w = (kh - 1) * dh, (kw - 1) * dw
+    buf_h = max((height - 1) * sh + off_h + 1, oh + top + off_h)
+    buf_w = max((width - 1) * sw + off_w + 1, ow + left + off_w)
+    spread = em.alloc([n, channels, buf_h, buf_w])
+    spread.name_hint = "spread"
+    with (
+        em.nest(_names("z", 4), [n, channels, buf_h, buf_w]) as ivs,
+        em.kblock("conv2d_transpose_zero", _spatial(ivs)) as vs,
+    ):
+        em.store(em.const(0.0, f32), spread, vs)
+    with (
+        em.nest(_names("i", 4), [n, channels, height, width]) as ivs,
+        em.kblock("conv2d_transpose_spread", _spatial(ivs)) as (vn, vc, vh, vw),
+    ):
+        value = em.load_widened(low.buffer(data), [vn, vc, vh, vw])
+        at = [vn, vc, em.affine([(vh, sh)], off_h), em.affine([(vw, sw)], off_w)]
+        em.store(value, spread, at)
+    with em.loop("n", n) as i_n, em.loop("o", out_channels, "parallel") as i_o:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        with em.loop("oh", oh) as i_y, em.loop("ow", ow) as i_x:
+            pixel = _spatial([i_n, i_o, i_y, i_x])
+            with em.kblock("conv2d_transpose_init", pixel):
+                em.store(em.const(0.0, f32), acc, [em.index(0)])
+            with (
+                em.loop("ic", in_group) as i_c,
+                em.loop("kh", kh) as i_kh,
+                em.loop("kw", kw) as i_kw,
+            ):
+                bindings = pixel + [(i_c, REDUCE), (i_kh, REDUCE), (i_kw, REDUCE)]
+                with em.kblock("conv2d_transpose", bindings) as (vn, vo, vy, vx, vc, vkh, vkw):
+                    group = em.add(arith.DivSIOp(vo, em.index(per_group))) if groups > 1 else None
+                    local_o = (
+                        em.add(arith.RemSIOp(vo, em.index(per_group))) if groups > 1 else vo
+                    )
+                    channel = (
+                        em.affine([(group, in_group), (vc, 1)]) if group is not None else vc
+                    )
+                    x = em.load(
+                        spread,
+                        [vn, channel, em.affine([(vy, 1), (vkh, dh)], top),
+                         em.affine([(vx, 1), (vkw, dw)], left)],
+                    )
+                    w = em.load_widened(
+                        low.buffer(weight),
+                        [channel, local_o, em.affine([(vkh, -1)], kh - 1),
+                         em.affine([(vkw, -1)], kw - 1)],
+                    )
+                    zero = em.index(0)
+                    total = em.add(arith.AddfOp(em.load(acc, [zero]), em.add(arith.MulfOp(x, w))))
+                    em.store(total, acc, [zero])
+            with em.kblock("conv2d_transpose_store", pixel) as vs:
+                low.emit_result(em, em.load(acc, [em.index(0)]), vs)
+        em.add(memref.DeallocOp.get(acc))
+    em.add(memref.DeallocOp.get(spread))
+
+
 def _padded_copy(
     em: _Emitter, low: _Lowering, source: SSAValue, padding: Sequence[int], fill: float
 ) -> SSAValue:
@@ -1698,6 +1770,7 @@ _GENERATORS: dict[str, Callable[[_Emitter, _Lowering, GraphOp], None]] = {
     "graph.reduce_mean": _gen_reduce,
     "graph.reduce_max": _gen_reduce,
     "graph.conv2d": _gen_conv2d,
+    "graph.conv2d_transpose": _gen_conv2d_transpose,
     "graph.dense": _gen_dense,
     "graph.matmul": _gen_matmul,
     "graph.max_pool2d": _gen_pool2d,

@@ -588,6 +588,39 @@ def _gen_conv2d(b: _ProgramBuilder) -> None:
     b.add(op, *_symmetric(data.bound * weight.bound * (c // groups) * kh * kw))
 
 
+def _gen_conv2d_transpose(b: _ProgramBuilder) -> None:
+    data = b.primary(
+        "graph.conv2d_transpose",
+        lambda v: v.rank == 4 and v.bound * v.shape[1] * 9 * 2 <= _MAGNITUDE_LIMIT
+        and max(v.shape[2:]) <= 4,
+        st.tuples(st.integers(1, 2), st.integers(1, _MAX_DIM), st.integers(1, 4), st.integers(1, 4)),
+    )
+    _, c, h, w = data.shape
+    groups = b.draw(st.sampled_from([g for g in range(1, c + 1) if c % g == 0]))
+    per_group = b.draw(st.integers(1, max(1, _MAX_DIM // groups)))
+    strides = (b.draw(st.integers(1, 2)), b.draw(st.integers(1, 2)))
+    dilation = (b.draw(st.integers(1, 2)), b.draw(st.integers(1, 2)))
+    kernel = (b.draw(st.integers(1, 3)), b.draw(st.integers(1, 3)))
+    extra = tuple(b.draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dilation))
+    full = [(n - 1) * s + (k - 1) * d + 1 + e for n, s, k, d, e in zip((h, w), strides, kernel, dilation, extra)]
+    padding = [b.draw(st.integers(0, min(2, (f - 1) // 2))) for f in full for _ in range(2)]
+    padding = [padding[0], padding[2], padding[1], padding[3]]
+    weight_shape = (c, per_group, *kernel)
+    weight = b.operand(
+        lambda v: v.shape == weight_shape and v.dtype == data.dtype and v.bound <= 2,
+        lambda: b.secondary(weight_shape, data.dtype),
+    )
+    op = graph.Conv2dTransposeOp.build(
+        [data.ssa, weight.ssa],
+        strides=b.maybe_default(strides, (1, 1)),
+        padding=b.maybe_default(tuple(padding), (0, 0, 0, 0)),
+        dilation=b.maybe_default(dilation, (1, 1)),
+        output_padding=b.maybe_default(extra, (0, 0)),
+        groups=b.maybe_default(groups, 1),
+    )
+    b.add(op, *_symmetric(data.bound * weight.bound * (c // groups) * kernel[0] * kernel[1]))
+
+
 def _gen_dense(b: _ProgramBuilder) -> None:
     data = b.primary(
         "graph.dense",
@@ -1009,6 +1042,7 @@ def _gen_constant(b: _ProgramBuilder) -> None:
 
 _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.conv2d": _gen_conv2d,
+    "graph.conv2d_transpose": _gen_conv2d_transpose,
     "graph.dense": _gen_dense,
     "graph.matmul": _gen_matmul,
     "graph.bias_add": _gen_bias_add,
