@@ -406,6 +406,25 @@ def test_conv2d_transpose(data: str, weight: str, out: str, attrs: str) -> None:
     check(binary("conv2d_transpose", data[:-4], weight[:-4], out[:-4], dtype=data[-3:], attrs=attrs))
 
 
+@pytest.mark.parametrize(
+    "out,attrs",
+    [
+        ("1x2x8x8", '{size = [8, 8], method = "linear"}'),
+        ("1x2x3x7", '{size = [3, 7], method = "linear", coordinate_transformation_mode = "align_corners"}'),
+        ("1x2x1x5", '{size = [1, 5], method = "linear", coordinate_transformation_mode = "pytorch_half_pixel"}'),
+        ("1x2x8x6", '{size = [8, 6], coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}'),
+        ("1x2x6x9", '{size = [6, 9], nearest_mode = "round_prefer_ceil", scale_h = 1.5}'),
+        ("1x2x3x2", '{size = [3, 2], coordinate_transformation_mode = "tf_half_pixel_for_nn", nearest_mode = "ceil"}'),
+    ],
+)
+def test_resize2d(out: str, attrs: str) -> None:
+    check(_one_input("resize2d", "1x2x4x4xf32", f"{out}xf32", attrs), exact=True)
+
+
+def test_resize2d_f16() -> None:
+    check(_one_input("resize2d", "1x2x4x4xf16", "1x2x7x7xf16", '{size = [7, 7], method = "linear"}'))
+
+
 def test_log() -> None:
     check(unary("log"), positive=True)
 

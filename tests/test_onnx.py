@@ -248,6 +248,29 @@ def _conv_transpose1d(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
     return model, {"x": _rand(1, 3, 5)}
 
 
+def _resize_case(scales: Any = None, sizes: Any = None, **attrs: Any) -> Case:
+    def build(opset: int) -> tuple[Any, dict[str, np.ndarray]]:
+        inits: dict[str, np.ndarray] = {}
+        if opset < 11:
+            op_type = "Upsample" if opset == 9 else "Resize"
+            node = helper.make_node(op_type, ["x", "scales"], ["y"], **attrs)
+            inits["scales"] = np.array(scales, F32)
+        else:
+            # roi and scales are required (possibly empty) inputs before opset 13.
+            roi = "roi" if opset < 13 else ""
+            inits["roi"] = np.array([], F32)
+            if sizes is not None:
+                node = helper.make_node("Resize", ["x", roi, "scales" if opset < 13 else "", "sizes"], ["y"], **attrs)
+                inits["sizes"] = np.array(sizes, np.int64)
+                inits["scales"] = np.array([], F32)
+            else:
+                node = helper.make_node("Resize", ["x", roi, "scales"], ["y"], **attrs)
+                inits["scales"] = np.array(scales, F32)
+        return make_model([node], {"x": ((1, 3, 5, 4), F32)}, ["y"], inits, opset), {"x": _rand(1, 3, 5, 4)}
+
+    return build
+
+
 SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
     "Conv": (lambda o: _conv(o, pads=[1, 0, 2, 1], strides=[2, 1]), (9, 11, 21)),
     "Conv-depthwise": (lambda o: _conv(o, group=8, dilations=[2, 2], pads=[2, 2, 2, 2]), (11, 21)),
@@ -326,6 +349,25 @@ SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
     "ConvTranspose-output_shape": (lambda o: _conv_transpose(o, strides=[3, 2], output_shape=[20, 12]), (11,)),
     "ConvTranspose-same_upper": (lambda o: _conv_transpose(o, strides=[2, 2], auto_pad="SAME_UPPER"), (11,)),
     "ConvTranspose1d": (_conv_transpose1d, (13,)),
+    "Upsample-nearest": (_resize_case(scales=[1, 1, 2, 3], mode="nearest"), (9,)),
+    "Upsample-linear": (_resize_case(scales=[1, 1, 2, 2], mode="linear"), (9,)),
+    "Resize10-nearest": (_resize_case(scales=[1, 1, 2, 2], mode="nearest"), (10,)),
+    "Resize10-linear-down": (_resize_case(scales=[1, 1, 0.6, 0.5], mode="linear"), (10,)),
+    "Resize-nearest-half_pixel": (_resize_case(scales=[1, 1, 2, 1.5], mode="nearest"), (11, 13, 19)),
+    "Resize-nearest-asymmetric-floor": (
+        _resize_case(sizes=[1, 3, 9, 7], mode="nearest", coordinate_transformation_mode="asymmetric",
+                     nearest_mode="floor"), (13,)),
+    "Resize-nearest-ceil-align": (
+        _resize_case(sizes=[1, 3, 3, 4], mode="nearest", coordinate_transformation_mode="align_corners",
+                     nearest_mode="ceil"), (13,)),
+    "Resize-nearest-tf": (
+        _resize_case(scales=[1, 1, 1.5, 2], mode="nearest", coordinate_transformation_mode="tf_half_pixel_for_nn",
+                     nearest_mode="round_prefer_ceil"), (13,)),
+    "Resize-linear-half_pixel": (_resize_case(scales=[1, 1, 2, 2], mode="linear"), (11, 13, 18)),
+    "Resize-linear-pytorch": (
+        _resize_case(sizes=[1, 3, 9, 1], mode="linear", coordinate_transformation_mode="pytorch_half_pixel"), (13,)),
+    "Resize-linear-align_corners": (
+        _resize_case(sizes=[1, 3, 7, 3], mode="linear", coordinate_transformation_mode="align_corners"), (13,)),
     "Identity": (_one("Identity", (3, 4)), (9, 16)),
     "Dropout": (_one("Dropout", (3, 4)), (9, 12, 13)),
 }

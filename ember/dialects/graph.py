@@ -1298,6 +1298,64 @@ class PadOp(GraphOp):
         return TensorType(data.element_type, out)
 
 
+RESIZE_METHODS = ("nearest", "linear")
+RESIZE_COORDINATES = (
+    "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+)
+RESIZE_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+@irdl_op_definition
+class Resize2dOp(GraphOp):
+    """Resize the H and W axes of NCHW data (``relay.image.resize2d``, ONNX
+    ``Resize``/``Upsample``): output pixel ``x`` reads input coordinate
+    ``x_in = f(x)`` by ``coordinate_transformation_mode`` with the axis's
+    scale (``scale_h``/``scale_w``; 0 means output size / input size), then
+    takes the nearest pixel (``nearest_mode``) or interpolates linearly
+    between the two neighbours; indices outside the input clamp to its edge.
+
+    ```mlir
+    %0 = graph.resize2d %x {size = [8, 8], method = "linear"} : (tensor<1x2x4x4xf32>) -> tensor<1x2x8x8xf32>
+    ```
+    """
+
+    name = "graph.resize2d"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    ATTRS: ClassVar = {
+        "size": AttrSpec("ints", None, 2),
+        "method": AttrSpec("str", "nearest"),
+        "coordinate_transformation_mode": AttrSpec("str", "half_pixel"),
+        "nearest_mode": AttrSpec("str", "round_prefer_floor"),
+        "scale_h": AttrSpec("float", 0.0),
+        "scale_w": AttrSpec("float", 0.0),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        n, c, _, _ = _rank(op, "data", data, 4, "NCHW")
+        if attrs["size"] is None:
+            _fail(f"{op}: missing attribute 'size'")
+        oh, ow = attrs["size"]
+        if oh <= 0 or ow <= 0:
+            _fail(f"{op}: size must be positive, got {[oh, ow]}")
+        for name, allowed in (
+            ("method", RESIZE_METHODS),
+            ("coordinate_transformation_mode", RESIZE_COORDINATES),
+            ("nearest_mode", RESIZE_ROUNDING),
+        ):
+            if attrs[name] not in allowed:
+                _fail(f"{op}: {name} '{attrs[name]}' is not one of {', '.join(allowed)}")
+        if attrs["scale_h"] < 0 or attrs["scale_w"] < 0:
+            _fail(f"{op}: scales must not be negative")
+        return TensorType(data.element_type, [n, c, oh, ow])
+
+
 class _Reduce(GraphOp):
     data = operand_def(TensorType)
     output = result_def(TensorType)
@@ -1664,6 +1722,7 @@ GRAPH_OPS: tuple[type[GraphOp], ...] = (
     ConcatenateOp,
     SliceOp,
     PadOp,
+    Resize2dOp,
     ReduceSumOp,
     ReduceMeanOp,
     ReduceMaxOp,

@@ -1439,3 +1439,91 @@ def _log_softmax_13(node: _Node) -> SSAValue:
 @converter("Log", 6)
 def _log(node: _Node) -> SSAValue:
     return node.emit(graph.LogOp, [node.tensor(0)])
+
+
+# --------------------------------------------------------------------------
+# Converters: resizing
+# --------------------------------------------------------------------------
+
+
+def _resize(
+    node: _Node,
+    scales: np.ndarray | None,
+    sizes: np.ndarray | None,
+    method: str,
+    coordinates: str,
+    rounding: str,
+) -> SSAValue:
+    x = node.tensor(0)
+    shape = shape_of(x)
+    if len(shape) != 4:
+        raise node.unsupported(f"resizing data of rank {len(shape)} (ember resizes H and W of NCHW)")
+    if method not in graph.RESIZE_METHODS:
+        raise node.unsupported(f"mode '{method}'")
+    if coordinates not in graph.RESIZE_COORDINATES:
+        raise node.unsupported(f"coordinate_transformation_mode '{coordinates}'")
+    if rounding not in graph.RESIZE_ROUNDING:
+        raise node.unsupported(f"nearest_mode '{rounding}'")
+    if sizes is not None and sizes.size:
+        out = [int(v) for v in sizes.reshape(-1)]
+        if len(out) != 4:
+            raise node.error(f"sizes {out} must have 4 values")
+        scale_h = scale_w = 0.0
+    elif scales is not None and scales.size:
+        factors = [float(v) for v in scales.reshape(-1)]
+        if len(factors) != 4:
+            raise node.error(f"scales {factors} must have 4 values")
+        out = [int(math.floor(n * f)) for n, f in zip(shape, factors)]
+        scale_h, scale_w = factors[2], factors[3]
+    else:
+        raise node.error("needs scales or sizes")
+    if out[:2] != list(shape[:2]):
+        raise node.unsupported(f"resizing the N or C axis ({list(shape)} to {out})")
+    return node.emit(
+        graph.Resize2dOp,
+        [x],
+        size=out[2:],
+        method=method,
+        coordinate_transformation_mode=coordinates,
+        nearest_mode=rounding,
+        scale_h=scale_h,
+        scale_w=scale_w,
+    )
+
+
+def _legacy_resize(node: _Node, scales: np.ndarray) -> SSAValue:
+    # Upsample and Resize-10: asymmetric coordinates; nearest truncates when
+    # enlarging and rounds up when shrinking (onnxruntime's "simple" mode).
+    method = node.attr("mode", "nearest")
+    rounding = "floor" if np.all(scales >= 1) else "ceil"
+    return _resize(node, scales, None, method, "asymmetric", rounding)
+
+
+@converter("Upsample", 9, 9)
+def _upsample(node: _Node) -> SSAValue:
+    return _legacy_resize(node, node.constant(1, "scales").astype(np.float32))
+
+
+@converter("Resize", 10, 10)
+def _resize_10(node: _Node) -> SSAValue:
+    return _legacy_resize(node, node.constant(1, "scales").astype(np.float32))
+
+
+@converter("Resize", 11)
+def _resize_11(node: _Node) -> SSAValue:
+    if node.attr("antialias", 0):
+        raise node.unsupported("antialias = 1")
+    if node.opset >= 18 and node.attr("axes") is not None:
+        raise node.unsupported("the axes attribute")
+    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise node.unsupported(f"keep_aspect_ratio_policy '{node.attr('keep_aspect_ratio_policy')}'")
+    scales = node.optional_constant(2, "scales")
+    sizes = node.optional_constant(3, "sizes")
+    return _resize(
+        node,
+        None if scales is None else scales.astype(np.float32),
+        sizes,
+        node.attr("mode", "nearest"),
+        node.attr("coordinate_transformation_mode", "half_pixel"),
+        node.attr("nearest_mode", "round_prefer_floor"),
+    )

@@ -378,6 +378,62 @@ def _pad(
     return np.pad(data, widths, mode=mode)
 
 
+def resize_source(
+    out_size: int, in_size: int, scale: float, mode: str
+) -> np.ndarray:
+    """Input coordinates (float32) of the ``out_size`` output pixels of one
+    axis, by ONNX's coordinate transformations.  Shared with the kernel
+    generator's arithmetic, which computes the same values in f32."""
+    x = np.arange(out_size, dtype=np.float32)
+    scale = np.float32(scale if scale > 0 else out_size / in_size)
+    half = np.float32(0.5)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (x + half) / scale
+    if mode == "align_corners":
+        if out_size == 1:
+            return np.zeros_like(x)
+        return x * np.float32((in_size - 1) / (out_size - 1))
+    if mode == "pytorch_half_pixel" and out_size == 1:
+        return np.zeros_like(x)
+    return (x + half) / scale - half
+
+
+def _nearest_index(coords: np.ndarray, rounding: str, in_size: int) -> np.ndarray:
+    half = np.float32(0.5)
+    if rounding == "round_prefer_floor":
+        index = np.ceil(coords - half)
+    elif rounding == "round_prefer_ceil":
+        index = np.floor(coords + half)
+    elif rounding == "floor":
+        index = np.floor(coords)
+    else:
+        index = np.ceil(coords)
+    return np.clip(index.astype(np.int64), 0, in_size - 1)
+
+
+def _resize2d(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    _, _, h, w = data.shape
+    out = data
+    for axis, size, length, scale in ((2, attrs["size"][0], h, attrs["scale_h"]), (3, attrs["size"][1], w, attrs["scale_w"])):
+        coords = resize_source(size, length, scale, attrs["coordinate_transformation_mode"])
+        shape = [1, 1, 1, 1]
+        shape[axis] = size
+        if attrs["method"] == "nearest":
+            out = np.take(out, _nearest_index(coords, attrs["nearest_mode"], length), axis=axis)
+            continue
+        low = np.floor(coords)
+        weight = (coords - low).reshape(shape)
+        first = np.clip(low.astype(np.int64), 0, length - 1)
+        second = np.clip(low.astype(np.int64) + 1, 0, length - 1)
+        out = np.take(out, first, axis=axis) * (np.float32(1) - weight) + np.take(out, second, axis=axis) * weight
+    return out
+
+
 def _reduce(fn: Callable[..., np.ndarray]) -> RefImpl:
     def run(
         inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
@@ -440,6 +496,7 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.concatenate": _concatenate,
     "graph.slice": _slice,
     "graph.pad": _pad,
+    "graph.resize2d": _resize2d,
     "graph.reduce_sum": _reduce(np.sum),
     "graph.reduce_mean": _reduce(np.mean),
     "graph.reduce_max": _reduce(_reduce_max),

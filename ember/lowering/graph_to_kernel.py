@@ -830,6 +830,90 @@ def _gen_pad(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
         low.emit_result(em, value, vs)
 
 
+def _resize_coordinate(
+    em: _Emitter, op: GraphOp, index: SSAValue, out_size: int, in_size: int, scale: float
+) -> SSAValue:
+    """The f32 input coordinate of output index ``index`` along one axis:
+    the arithmetic of :func:`ember.interp.reference.resize_source`."""
+    mode = op.attr("coordinate_transformation_mode")
+    if mode == "align_corners" and out_size == 1 or mode == "pytorch_half_pixel" and out_size == 1:
+        return em.const(0.0, f32)
+    as_int = em.add(arith.IndexCastOp(index, IntegerType(64)))
+    x = em.add(arith.SIToFPOp(as_int, f32))
+    if mode == "align_corners":
+        return em.add(arith.MulfOp(x, em.const(float(np.float32((in_size - 1) / (out_size - 1))), f32)))
+    factor = em.const(float(np.float32(scale if scale > 0 else out_size / in_size)), f32)
+    if mode == "asymmetric":
+        return em.add(arith.DivfOp(x, factor))
+    shifted = em.add(arith.DivfOp(em.add(arith.AddfOp(x, em.const(0.5, f32))), factor))
+    if mode == "tf_half_pixel_for_nn":
+        return shifted
+    return em.add(arith.SubfOp(shifted, em.const(0.5, f32)))
+
+
+def _clamped_index(em: _Emitter, value: SSAValue, size: int) -> SSAValue:
+    """An f32 holding an integer → an index clamped to ``[0, size)``."""
+    as_int = em.add(arith.FPToSIOp(value, IntegerType(64)))
+    index = em.add(arith.IndexCastOp(as_int, IndexType()))
+    return _min(em, _max(em, index, em.index(0)), em.index(size - 1))
+
+
+def _gen_resize2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """One nest over the result; per pixel the source coordinates of its row
+    and column, then the nearest pixel, or the linear blend of the two rows'
+    values and then of the two columns (the reference's order)."""
+    (data,) = op.operands
+    _, _, height, width = graph.shape_of(data)
+    shape = graph.shape_of(op.results[0])
+    oh, ow = shape[2:]
+    source = low.buffer(data)
+    with (
+        em.nest(_names("i", 4), shape) as ivs,
+        em.kblock("resize2d", _spatial(ivs)) as (vn, vc, vy, vx),
+    ):
+        cy = _resize_coordinate(em, op, vy, oh, height, op.attr("scale_h"))
+        cx = _resize_coordinate(em, op, vx, ow, width, op.attr("scale_w"))
+        if op.attr("method") == "nearest":
+            rounding = op.attr("nearest_mode")
+
+            def nearest(c: SSAValue, size: int) -> SSAValue:
+                if rounding == "round_prefer_floor":
+                    r = em.add(xmath.CeilOp(em.add(arith.SubfOp(c, em.const(0.5, f32)))))
+                elif rounding == "round_prefer_ceil":
+                    r = em.add(xmath.FloorOp(em.add(arith.AddfOp(c, em.const(0.5, f32)))))
+                elif rounding == "floor":
+                    r = em.add(xmath.FloorOp(c))
+                else:
+                    r = em.add(xmath.CeilOp(c))
+                return _clamped_index(em, r, size)
+
+            value = em.load_widened(source, [vn, vc, nearest(cy, height), nearest(cx, width)])
+            low.emit_result(em, value, [vn, vc, vy, vx])
+            return
+
+        def neighbours(c: SSAValue, size: int) -> tuple[SSAValue, SSAValue, SSAValue]:
+            floor = em.add(xmath.FloorOp(c))
+            weight = em.add(arith.SubfOp(c, floor))
+            first = _clamped_index(em, floor, size)
+            second = _clamped_index(em, em.add(arith.AddfOp(floor, em.const(1.0, f32))), size)
+            return first, second, weight
+
+        y0, y1, wy = neighbours(cy, height)
+        x0, x1, wx = neighbours(cx, width)
+        one = em.const(1.0, f32)
+
+        def blend(a: SSAValue, b: SSAValue, weight: SSAValue) -> SSAValue:
+            keep = em.add(arith.SubfOp(one, weight))
+            return em.add(arith.AddfOp(em.add(arith.MulfOp(a, keep)), em.add(arith.MulfOp(b, weight))))
+
+        def column(x: SSAValue) -> SSAValue:
+            top = em.load_widened(source, [vn, vc, y0, x])
+            bottom = em.load_widened(source, [vn, vc, y1, x])
+            return blend(top, bottom, wy)
+
+        low.emit_result(em, blend(column(x0), column(x1), wx), [vn, vc, vy, vx])
+
+
 def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     """reduce_sum/mean/max: a nest over the kept axes; per element an
     accumulator, a reduction nest over the reduced axes, then the store."""
@@ -1766,6 +1850,7 @@ _GENERATORS: dict[str, Callable[[_Emitter, _Lowering, GraphOp], None]] = {
     "graph.concatenate": _gen_concatenate,
     "graph.slice": _gen_slice,
     "graph.pad": _gen_pad,
+    "graph.resize2d": _gen_resize2d,
     "graph.reduce_sum": _gen_reduce,
     "graph.reduce_mean": _gen_reduce,
     "graph.reduce_max": _gen_reduce,

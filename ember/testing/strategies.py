@@ -1005,6 +1005,22 @@ def _gen_pad(b: _ProgramBuilder) -> None:
     b.add(graph.PadOp.build([data.ssa], **attrs), lo, hi)
 
 
+def _gen_resize2d(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.resize2d", lambda v: v.rank == 4, _nchw())
+    size = (b.draw(st.integers(1, _MAX_SPATIAL)), b.draw(st.integers(1, _MAX_SPATIAL)))
+    method = b.draw(st.sampled_from(graph.RESIZE_METHODS))
+    mode = b.draw(st.sampled_from(graph.RESIZE_COORDINATES))
+    rounding = b.draw(st.sampled_from(graph.RESIZE_ROUNDING))
+    op = graph.Resize2dOp.build(
+        [data.ssa],
+        size=size,
+        method=b.maybe_default(method, "nearest"),
+        coordinate_transformation_mode=b.maybe_default(mode, "half_pixel"),
+        nearest_mode=b.maybe_default(rounding, "round_prefer_floor"),
+    )
+    b.add(op, data.lo, data.hi)  # nearest picks, linear blends convexly
+
+
 def _gen_reduce(name: str) -> Callable[[_ProgramBuilder], None]:
     def generate(b: _ProgramBuilder) -> None:
         data = b.primary(name, lambda v: v.rank >= 1, _any_shape())
@@ -1071,6 +1087,7 @@ _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.concatenate": _gen_concatenate,
     "graph.slice": _gen_slice,
     "graph.pad": _gen_pad,
+    "graph.resize2d": _gen_resize2d,
     "graph.reduce_sum": _gen_reduce("graph.reduce_sum"),
     "graph.reduce_mean": _gen_reduce("graph.reduce_mean"),
     "graph.reduce_max": _gen_reduce("graph.reduce_max"),
