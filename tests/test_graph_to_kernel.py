@@ -425,6 +425,18 @@ def test_resize2d_f16() -> None:
     check(_one_input("resize2d", "1x2x4x4xf16", "1x2x7x7xf16", '{size = [7, 7], method = "linear"}'))
 
 
+@pytest.mark.parametrize(
+    "data,attrs",
+    [
+        ("1x8x3x3xf32", "{size = 5, alpha = 1.0e-01 : f32, beta = 7.5e-01 : f32, bias = 2.0 : f32}"),
+        ("2x3x4xf32", "{size = 2}"),
+        ("1x4x2x2xf16", "{size = 3, beta = 5.0e-01 : f32}"),
+    ],
+)
+def test_lrn(data: str, attrs: str) -> None:
+    check(_one_input("lrn", data, data, attrs))
+
+
 def test_log() -> None:
     check(unary("log"), positive=True)
 

@@ -368,6 +368,8 @@ SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
         _resize_case(sizes=[1, 3, 9, 1], mode="linear", coordinate_transformation_mode="pytorch_half_pixel"), (13,)),
     "Resize-linear-align_corners": (
         _resize_case(sizes=[1, 3, 7, 3], mode="linear", coordinate_transformation_mode="align_corners"), (13,)),
+    "LRN": (_one("LRN", (2, 7, 3, 3), size=3, alpha=0.2, beta=0.6, bias=1.5), (9, 13)),
+    "LRN-size1": (_one("LRN", (1, 5, 2, 2), size=1, alpha=0.5), (13,)),
     "Identity": (_one("Identity", (3, 4)), (9, 16)),
     "Dropout": (_one("Dropout", (3, 4)), (9, 12, 13)),
 }

@@ -1356,6 +1356,47 @@ class Resize2dOp(GraphOp):
         return TensorType(data.element_type, [n, c, oh, ow])
 
 
+@irdl_op_definition
+class LrnOp(GraphOp):
+    """Local response normalisation across channels (``relay.nn.lrn``, ONNX
+    ``LRN``): ``x / (bias + alpha/size · Σ x²)^beta``, the sum over the
+    ``size`` channels around each one (axis 1; windows stop at the edges).
+
+    ```mlir
+    %0 = graph.lrn %x {size = 5, alpha = 1.0e-04 : f32, beta = 7.5e-01 : f32, bias = 2.0 : f32} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+    ```
+    """
+
+    name = "graph.lrn"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OPAQUE
+    ATTRS: ClassVar = {
+        "size": AttrSpec("int"),
+        "alpha": AttrSpec("float", 1e-4),
+        "beta": AttrSpec("float", 0.75),
+        "bias": AttrSpec("float", 1.0),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        if len(shape_of(data)) < 2:
+            _fail(f"{op}: data must have rank >= 2 (channels on axis 1), got {type_str(data)}")
+        if attrs["size"] is None or attrs["size"] <= 0:
+            _fail(f"{op}: size must be a positive integer, got {attrs['size']}")
+        return data
+
+    @staticmethod
+    def window(size: int) -> tuple[int, int]:
+        """Channels before and after each channel in its window."""
+        before = (size - 1) // 2
+        return before, size - 1 - before
+
+
 class _Reduce(GraphOp):
     data = operand_def(TensorType)
     output = result_def(TensorType)
@@ -1723,6 +1764,7 @@ GRAPH_OPS: tuple[type[GraphOp], ...] = (
     SliceOp,
     PadOp,
     Resize2dOp,
+    LrnOp,
     ReduceSumOp,
     ReduceMeanOp,
     ReduceMaxOp,

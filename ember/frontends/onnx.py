@@ -1527,3 +1527,15 @@ def _resize_11(node: _Node) -> SSAValue:
         node.attr("coordinate_transformation_mode", "half_pixel"),
         node.attr("nearest_mode", "round_prefer_floor"),
     )
+
+
+@converter("LRN", 1)
+def _lrn(node: _Node) -> SSAValue:
+    return node.emit(
+        graph.LrnOp,
+        [node.tensor(0)],
+        size=int(node.attr("size")),
+        alpha=float(node.attr("alpha", 1e-4)),
+        beta=float(node.attr("beta", 0.75)),
+        bias=float(node.attr("bias", 1.0)),
+    )

@@ -42,6 +42,7 @@ from xdsl.ir import Operation
 from ember.dialects.graph import (
     OPS_BY_NAME,
     GraphOp,
+    LrnOp,
     TransposeOp,
     dense_to_array,
     numpy_dtype,
@@ -434,6 +435,24 @@ def _resize2d(
     return out
 
 
+def _lrn(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    x = inputs[0]
+    size = attrs["size"]
+    before, after = LrnOp.window(size)
+    squares = np.square(x)
+    widths = [(0, 0)] * x.ndim
+    widths[1] = (before, after)
+    padded = np.pad(squares, widths)
+    channels = x.shape[1]
+    total = np.zeros_like(x)
+    for k in range(size):
+        total += padded[:, k : k + channels]
+    scale = _f32(attrs["bias"]) + _f32(attrs["alpha"]) / _f32(size) * total
+    return x / np.power(scale, _f32(attrs["beta"]))
+
+
 def _reduce(fn: Callable[..., np.ndarray]) -> RefImpl:
     def run(
         inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
@@ -497,6 +516,7 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.slice": _slice,
     "graph.pad": _pad,
     "graph.resize2d": _resize2d,
+    "graph.lrn": _lrn,
     "graph.reduce_sum": _reduce(np.sum),
     "graph.reduce_mean": _reduce(np.mean),
     "graph.reduce_max": _reduce(_reduce_max),

@@ -914,6 +914,47 @@ def _gen_resize2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
         low.emit_result(em, blend(column(x0), column(x1), wx), [vn, vc, vy, vx])
 
 
+def _gen_lrn(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """Per element: the window's sum of squares (channels outside read as 0,
+    by clamping the index and selecting 0), then ``x / (bias + alpha/size ·
+    sum)^beta`` with ``powf``."""
+    (data,) = op.operands
+    shape = graph.shape_of(data)
+    channels = shape[1]
+    size = op.attr("size")
+    before, _ = graph.LrnOp.window(size)
+    source = low.buffer(data)
+    with em.nest(_names("i", len(shape)), shape) as ivs:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        zero = em.index(0)
+        with em.kblock("lrn_init", _spatial(ivs)):
+            em.store(em.const(0.0, f32), acc, [zero])
+        with em.loop("k", size) as i_k:
+            with em.kblock("lrn_sum", _spatial(ivs) + [(i_k, REDUCE)]) as vs:
+                *at, vk = vs
+                channel = em.affine([(at[1], 1), (vk, 1)], -before)
+                clamped = _min(em, _max(em, channel, em.index(0)), em.index(channels - 1))
+                inside = em.add(arith.CmpiOp(channel, clamped, "eq"))
+                x = em.load_widened(source, [at[0], clamped, *at[2:]])
+                square = em.add(arith.SelectOp(inside, em.add(arith.MulfOp(x, x)), em.const(0.0, f32)))
+                zero = em.index(0)
+                em.store(em.add(arith.AddfOp(em.load(acc, [zero]), square)), acc, [zero])
+        with em.kblock("lrn", _spatial(ivs)) as vs:
+            zero = em.index(0)
+            rate = float(np.float32(op.attr("alpha")) / np.float32(size))
+            scale = em.add(
+                arith.AddfOp(
+                    em.const(op.attr("bias"), f32),
+                    em.add(arith.MulfOp(em.const(rate, f32), em.load(acc, [zero]))),
+                )
+            )
+            power = em.add(xmath.PowFOp(scale, em.const(op.attr("beta"), f32)))
+            x = em.load_widened(source, vs)
+            low.emit_result(em, em.add(arith.DivfOp(x, power)), vs)
+        em.add(memref.DeallocOp.get(acc))
+
+
 def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     """reduce_sum/mean/max: a nest over the kept axes; per element an
     accumulator, a reduction nest over the reduced axes, then the store."""
@@ -1851,6 +1892,7 @@ _GENERATORS: dict[str, Callable[[_Emitter, _Lowering, GraphOp], None]] = {
     "graph.slice": _gen_slice,
     "graph.pad": _gen_pad,
     "graph.resize2d": _gen_resize2d,
+    "graph.lrn": _gen_lrn,
     "graph.reduce_sum": _gen_reduce,
     "graph.reduce_mean": _gen_reduce,
     "graph.reduce_max": _gen_reduce,

@@ -1021,6 +1021,18 @@ def _gen_resize2d(b: _ProgramBuilder) -> None:
     b.add(op, data.lo, data.hi)  # nearest picks, linear blends convexly
 
 
+def _gen_lrn(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.lrn", lambda v: v.rank >= 2, _any_shape(min_rank=2))
+    size = b.draw(st.integers(1, 5))
+    beta = b.draw(st.sampled_from([0.5, 0.75, 1.0]))
+    op = graph.LrnOp.build(
+        [data.ssa], size=size, alpha=b.maybe_default(1e-4, 1e-4), beta=b.maybe_default(beta, 0.75),
+        bias=b.draw(st.sampled_from([1.0, 2.0])),
+    )
+    # The divisor is at least 1 (bias >= 1, the sum of squares >= 0).
+    b.add(op, min(data.lo, 0.0), max(data.hi, 0.0))
+
+
 def _gen_reduce(name: str) -> Callable[[_ProgramBuilder], None]:
     def generate(b: _ProgramBuilder) -> None:
         data = b.primary(name, lambda v: v.rank >= 1, _any_shape())
@@ -1088,6 +1100,7 @@ _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.slice": _gen_slice,
     "graph.pad": _gen_pad,
     "graph.resize2d": _gen_resize2d,
+    "graph.lrn": _gen_lrn,
     "graph.reduce_sum": _gen_reduce("graph.reduce_sum"),
     "graph.reduce_mean": _gen_reduce("graph.reduce_mean"),
     "graph.reduce_max": _gen_reduce("graph.reduce_max"),
