@@ -25,7 +25,12 @@ from onnx import helper  # noqa: E402
 
 import ember  # noqa: E402
 from ember.runtime.module import signature_of  # noqa: E402
-from ember.testing.onnx_models import make_model, mobilenet_like, resnet_like  # noqa: E402
+from ember.testing.onnx_models import (  # noqa: E402
+    make_model,
+    mobilenet_like,
+    resnet_like,
+    unet_like,
+)
 
 F32 = np.float32
 
@@ -392,8 +397,8 @@ def test_single_op_matches_onnxruntime(case: str, opset: int) -> None:
 
 @pytest.mark.parametrize(
     "make,input_name",
-    [(resnet_like, "input.1"), (mobilenet_like, "images:0")],
-    ids=["resnet-like", "mobilenet-like"],
+    [(resnet_like, "input.1"), (mobilenet_like, "images:0"), (unet_like, "x")],
+    ids=["resnet-like", "mobilenet-like", "unet-like"],
 )
 def test_network_compiled_matches_onnxruntime(make: Callable[..., Any], input_name: str) -> None:
     model = make(batch=2, size=32)

@@ -18,7 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["OnnxBuilder", "make_model", "mobilenet_like", "resnet_like"]
+__all__ = ["OnnxBuilder", "make_model", "mobilenet_like", "resnet_like", "unet_like"]
 
 IR_VERSION = 10
 """ONNX IR version of the models built here (onnxruntime 1.31 reads up to 13)."""
@@ -167,3 +167,31 @@ def mobilenet_like(
     logits = b.node("Add", [b.node("MatMul", [flat, w]), b.weight("classifier.bias", (classes,), 0.1)])
     y = b.node("Softmax", [logits], axis=-1)
     return b.model({"images:0": ((batch, 3, size, size), np.float32)}, [y], opset)
+
+
+def unet_like(
+    batch: int = 1, size: int = 32, width: int = 8, classes: int = 3, opset: int = 13, seed: int = 2,
+) -> onnx.ModelProto:
+    """UNet-style: two encoder levels (conv + ReLU, 2×2 max pool), a
+    bottleneck, a ConvTranspose 2×2/2 up-step and a linear Resize up-step,
+    each concatenated with its skip connection, a reflect Pad before the last
+    unpadded conv, and a Sigmoid; input ``x``."""
+    b = OnnxBuilder(seed)
+    relu = lambda v: b.node("Relu", [v])  # noqa: E731
+    enc1 = relu(b.conv("x", 3, width, 3, bias=True))
+    enc2 = relu(b.conv(b.node("MaxPool", [enc1], kernel_shape=[2, 2], strides=[2, 2]), width, 2 * width, 3, bias=True))
+    bottom = relu(b.conv(b.node("MaxPool", [enc2], kernel_shape=[2, 2], strides=[2, 2]), 2 * width, 2 * width, 3, bias=True))
+    up2 = b.node(
+        "ConvTranspose", [bottom, b.weight("up.weight", (2 * width, 2 * width, 2, 2)), b.weight("up.bias", (2 * width,), 0.1)],
+        kernel_shape=[2, 2], strides=[2, 2],
+    )
+    dec2 = relu(b.conv(b.node("Concat", [up2, enc2], axis=1), 4 * width, 2 * width, 3, bias=True))
+    roi = b.constant("roi", np.array([], np.float32))
+    scales = b.constant("scales", np.array([1, 1, 2, 2], np.float32))
+    up1 = b.node("Resize", [dec2, roi, scales], mode="linear", coordinate_transformation_mode="half_pixel")
+    merged = b.node("Concat", [up1, enc1], axis=1)
+    pads = b.constant("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
+    padded = b.node("Pad", [merged, pads], mode="reflect")
+    logits = b.conv(padded, 3 * width, classes, 3, pad=0, bias=True)
+    y = b.node("Sigmoid", [logits])
+    return b.model({"x": ((batch, 3, size, size), np.float32)}, [y], opset)
