@@ -557,3 +557,18 @@ def test_tools_report_bad_onnx_files(tmp_path: Path) -> None:
             result = _tool(tool, str(path), *extra)
             assert result.returncode == 1, (tool, result.stderr)
             assert message in result.stderr and "Traceback" not in result.stderr, (tool, result.stderr)
+
+
+# --------------------------------------------------------------------------
+# docs/onnx.md states the converter table
+# --------------------------------------------------------------------------
+
+
+def test_docs_table_lists_every_converter_with_its_opsets() -> None:
+    import re
+
+    from ember.frontends.onnx import converters_table, opset_ranges
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "onnx.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", text, flags=re.MULTILINE))
+    assert rows == {op: opset_ranges(op) for op in converters_table()}

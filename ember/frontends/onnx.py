@@ -50,7 +50,7 @@ from ember.errors import EmberError, OnnxImportError
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["IMPORT_TIME_INPUTS", "SUPPORTED_OPSETS", "converters_table", "from_onnx", "parse_model_bytes"]
+__all__ = ["IMPORT_TIME_INPUTS", "SUPPORTED_OPSETS", "converters_table", "opset_ranges", "from_onnx", "parse_model_bytes"]
 
 SUPPORTED_OPSETS = range(9, 22)
 """Opsets of the default ONNX domain that the converters cover (9–21)."""
@@ -130,6 +130,23 @@ def converters_table() -> dict[str, list[tuple[int, int]]]:
     }
 
 
+def opset_ranges(op_type: str) -> str:
+    """The opsets (from 9) ember converts ``op_type`` for, as the docs write
+    them: ``"9–12, 13+"``; one entry per change of the op's signature."""
+    parts = []
+    for first, last in converters_table()[op_type]:
+        first = max(first, SUPPORTED_OPSETS.start)
+        if last < first:
+            continue
+        if last >= 10**6:
+            parts.append(f"{first}+")
+        elif last == first:
+            parts.append(f"{first}")
+        else:
+            parts.append(f"{first}–{last}")
+    return ", ".join(parts)
+
+
 def _lookup(op_type: str, opset: int) -> _Converter | None:
     for entry in _CONVERTERS.get(op_type, ()):
         if entry.first <= opset <= entry.last:
@@ -182,6 +199,11 @@ class _Importer:
                     name, tensor_type(value.shape, value.dtype)
                 )
             return self.param_values[name]
+        if value.dtype not in _ONNX_DTYPES.values():
+            raise OnnxImportError(
+                f"ONNX value '{name}' is a constant of element type {value.dtype}, which "
+                "ember does not support (float32, float16, int32, int64)"
+            )
         key = id(value)
         if key not in self.materialized:
             self.materialized[key] = self.emit(graph.ConstantOp.from_array(value))
@@ -926,8 +948,6 @@ def _conv_transpose(node: _Node) -> SSAValue:
         begin, end = [], []
         for size, k, s, d, e, want in zip(sizes, kernel, strides, dilations, extra, output_shape):
             total = s * (size - 1) + e + (k - 1) * d + 1 - want
-            if total < 0:
-                raise node.unsupported(f"output_shape {output_shape} larger than the full result")
             small = total // 2
             begin.append(small if auto_pad == "SAME_UPPER" else total - small)
             end.append(total - small if auto_pad == "SAME_UPPER" else small)
@@ -936,15 +956,20 @@ def _conv_transpose(node: _Node) -> SSAValue:
         pads = [0, 0, 0, 0]
     else:
         pads = node.ints("pads", [0, 0, 0, 0])
+    # A negative pad (output_shape beyond the full result) adds zero rows or
+    # columns, to which the bias is added like everywhere else.
     result = node.emit(
         graph.Conv2dTransposeOp,
         [data, weight],
         strides=strides,
-        padding=pads,
+        padding=[max(p, 0) for p in pads],
         dilation=dilations,
         output_padding=extra,
         groups=int(node.attr("group", 1)),
     )
+    grow = [max(-p, 0) for p in pads]
+    if any(grow):
+        result = node.emit(graph.PadOp, [result], padding=[0, 0, grow[0], grow[1], 0, 0, grow[2], grow[3]])
     if node.has_input(2):
         result = node.emit(graph.BiasAddOp, [result, node.tensor(2)], axis=1)
     return _window_result(node, result, lifted)
@@ -1286,6 +1311,8 @@ def _split(node: _Node, sizes: Sequence[int] | None) -> list[SSAValue]:
         parts = int(node.attr("num_outputs", count))
         chunk = -(-shape[axis] // parts)
         sizes = [min(chunk, shape[axis] - i * chunk) for i in range(parts)]
+    if sum(sizes) == shape[axis] and 0 in sizes:
+        raise node.unsupported(f"an empty output (split sizes {list(sizes)})")
     if sum(sizes) != shape[axis] or any(s <= 0 for s in sizes):
         raise node.error(f"split sizes {list(sizes)} do not divide axis {axis} of size {shape[axis]}")
     results, offset = [], 0
