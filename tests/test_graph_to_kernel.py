@@ -523,6 +523,24 @@ POOL_CASES = {
         "1x1x4x4",
         "pool_size = [2, 2], padding = [1, 1, 0, 0]",
     ),
+    "max_dilated": (
+        "max_pool2d",
+        "1x2x9x9",
+        "1x2x8x7",
+        "pool_size = [3, 2], dilation = [2, 3], padding = [1, 0, 2, 1]",
+    ),
+    "avg_dilated_exclude_pad": (
+        "avg_pool2d",
+        "1x2x9x9",
+        "1x2x8x7",
+        "pool_size = [3, 2], dilation = [2, 3], padding = [1, 0, 2, 1]",
+    ),
+    "avg_dilated_include_pad": (
+        "avg_pool2d",
+        "1x1x7x7",
+        "1x1x3x6",
+        "pool_size = [2, 2], strides = [2, 1], dilation = [3, 2], padding = [1, 1, 0, 0], count_include_pad = true",
+    ),
 }
 
 

@@ -317,6 +317,9 @@ SINGLE_OP_CASES: dict[str, tuple[Case, Sequence[int]]] = {
     ),
     "MaxPool": (_one("MaxPool", (1, 2, 9, 9), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), (9, 12)),
     "MaxPool-ceil": (_one("MaxPool", (1, 2, 10, 10), kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), (10, 12)),
+    "MaxPool-dilated": (_one("MaxPool", (1, 2, 9, 9), kernel_shape=[3, 2], dilations=[2, 3], pads=[1, 0, 2, 1]), (10, 12)),
+    "MaxPool-dilated-ceil": (_one("MaxPool", (1, 2, 10, 10), kernel_shape=[2, 2], dilations=[2, 2], strides=[3, 3], ceil_mode=1), (12,)),
+    "AveragePool-dilated": (_one("AveragePool", (1, 2, 9, 9), kernel_shape=[3, 2], dilations=[2, 3], pads=[1, 0, 2, 1]), (19,)),
     "MaxPool-same_upper": (_one("MaxPool", (1, 2, 7, 7), kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER"), (9, 12)),
     "AveragePool": (_one("AveragePool", (1, 2, 9, 9), kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), (9, 11, 19)),
     "AveragePool-include-pad": (
@@ -487,9 +490,9 @@ def test_operator_outside_its_opset_range_says_which_opsets() -> None:
 
 
 def test_unsupported_attribute_is_an_error_not_a_wrong_answer() -> None:
-    node = helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], dilations=[2, 2])
-    model = make_model([node], {"x": ((1, 1, 6, 6), F32)}, ["y"], opset=12)
-    with pytest.raises(ember.OnnxImportError, match=r"'pool' \(MaxPool, opset 12\): dilations"):
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], name="pool", kernel_shape=[2, 2])
+    model = make_model([node], {"x": ((1, 1, 6, 6), F32)}, ["y", "i"], opset=12)
+    with pytest.raises(ember.OnnxImportError, match=r"'pool' \(MaxPool, opset 12\): output 1 \(argmax"):
         ember.from_onnx(model)
 
 

@@ -63,11 +63,8 @@ CNN_OPERATORS = frozenset({
 """The operators the ONNX import must cover (issue 14)."""
 
 _THREE_D = "3-D windows (ember's convolutions and pools are 1-D and 2-D)"
-_DILATED_POOL = "dilated pooling (graph.max_pool2d/avg_pool2d have no dilation)"
 
 KNOWN_FAILURES: dict[str, str] = {
-    "test_averagepool_2d_dilations": _DILATED_POOL,
-    "test_maxpool_2d_dilations": _DILATED_POOL,
     "test_averagepool_3d_default": _THREE_D,
     "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_False": _THREE_D,
     "test_averagepool_3d_dilations_large_count_include_pad_is_0_ceil_mode_is_True": _THREE_D,

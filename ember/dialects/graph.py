@@ -994,17 +994,30 @@ class _Pool2d(GraphOp):
             _fail(f"{op}: pool_size must be positive, got {[kh, kw]}")
         sh, sw = attrs["strides"]
         pt, pl, pb, pr = attrs["padding"]
-        if max(pt, pb) >= kh or max(pl, pr) >= kw:
+        dh, dw = attrs["dilation"]
+        if max(pt, pb) >= (kh - 1) * max(dh, 1) + 1 or max(pl, pr) >= (kw - 1) * max(dw, 1) + 1:
             _fail(f"{op}: padding {[pt, pl, pb, pr]} must be smaller than pool_size {[kh, kw]}")
-        oh = _window_out(op, h, kh, sh, pt + pb, 1, "height")
-        ow = _window_out(op, w, kw, sw, pl + pr, 1, "width")
+        oh = _window_out(op, h, kh, sh, pt + pb, dh, "height")
+        ow = _window_out(op, w, kw, sw, pl + pr, dw, "width")
+        for size, k, s, d, pad, out, axis in ((h, kh, sh, dh, pt, oh, "height"), (w, kw, sw, dw, pl, ow, "width")):
+            if d > 1 and not _windows_hit_data(size, k, s, d, pad, out):
+                _fail(f"{op}: a dilated window along the {axis} holds only padding")
         return TensorType(data.element_type, [n, c, oh, ow])
+
+
+def _windows_hit_data(size: int, kernel: int, stride: int, dilation: int, pad: int, out: int) -> bool:
+    """Whether every (dilated) window holds at least one real element."""
+    return all(
+        any(0 <= o * stride - pad + k * dilation < size for k in range(kernel))
+        for o in range(out)
+    )
 
 
 _POOL_SPECS = {
     "pool_size": AttrSpec("ints", None, 2),
     "strides": AttrSpec("ints", (1, 1), 2),
     "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
+    "dilation": AttrSpec("ints", (1, 1), 2),
 }
 
 

@@ -1032,28 +1032,29 @@ def _matmul(node: _Node) -> SSAValue:
 # --------------------------------------------------------------------------
 
 
-def _pool_window(node: _Node, data: SSAValue) -> tuple[list[int], list[int], list[int], int]:
-    """kernel, strides, ember padding and the extra bottom/right padding of
-    ``ceil_mode`` (windows that start inside the input or its left padding)."""
+def _pool_window(node: _Node, data: SSAValue) -> tuple[dict[str, Any], int]:
+    """The pool's attributes (kernel, strides, dilation, ember padding with
+    the extra bottom/right padding of ``ceil_mode`` — windows that start
+    inside the input or its left padding) and whether there is such extra."""
     kernel = node.ints("kernel_shape")
     if kernel is None or len(kernel) != 2:
         raise node.unsupported(f"kernel_shape {kernel} (only 2-D pooling)")
     strides = node.ints("strides", [1, 1])
     dilations = node.ints("dilations", [1, 1])
-    if dilations != [1, 1]:
-        raise node.unsupported(f"dilations {dilations} in pooling")
     h, w = shape_of(data)[2:]
     pads = _spatial_pads(node, (h, w), kernel, strides, dilations)
     extra = [0, 0]
     if node.attr("ceil_mode", 0):
-        for i, (size, k, s) in enumerate(zip((h, w), kernel, strides)):
+        for i, (size, k, s, d) in enumerate(zip((h, w), kernel, strides, dilations)):
             padded = size + pads[i] + pads[i + 2]
-            out = -(-(padded - k) // s) + 1
+            effective = (k - 1) * d + 1
+            out = -(-(padded - effective) // s) + 1
             if (out - 1) * s >= size + pads[i]:
                 out -= 1  # the last window would start in the right padding
-            extra[i] = max((out - 1) * s + k - padded, 0)
+            extra[i] = max((out - 1) * s + effective - padded, 0)
     padding = [pads[0], pads[1], pads[2] + extra[0], pads[3] + extra[1]]
-    return kernel, strides, padding, int(extra[0] > 0 or extra[1] > 0)
+    attrs = {"pool_size": kernel, "strides": strides, "padding": padding, "dilation": dilations}
+    return attrs, int(extra[0] > 0 or extra[1] > 0)
 
 
 @converter("MaxPool", 8)
@@ -1062,27 +1063,20 @@ def _max_pool(node: _Node) -> SSAValue:
     if node.attr("storage_order", 0):
         raise node.unsupported("storage_order = 1")
     data, lifted = _window_data(node)
-    kernel, strides, padding, _ = _pool_window(node, data)
-    result = node.emit(graph.MaxPool2dOp, [data], pool_size=kernel, strides=strides, padding=padding)
+    attrs, _ = _pool_window(node, data)
+    result = node.emit(graph.MaxPool2dOp, [data], **attrs)
     return _window_result(node, result, lifted)
 
 
 @converter("AveragePool", 7)
 def _avg_pool(node: _Node) -> SSAValue:
     data, lifted = _window_data(node)
-    kernel, strides, padding, ceil_extra = _pool_window(node, data)
+    attrs, ceil_extra = _pool_window(node, data)
     include_pad = bool(node.attr("count_include_pad", 0))
     if include_pad and ceil_extra:
         # ONNX counts the explicit pads but not the ceil_mode overhang.
         raise node.unsupported("count_include_pad = 1 together with a ceil_mode overhang")
-    result = node.emit(
-        graph.AvgPool2dOp,
-        [data],
-        pool_size=kernel,
-        strides=strides,
-        padding=padding,
-        count_include_pad=include_pad,
-    )
+    result = node.emit(graph.AvgPool2dOp, [data], count_include_pad=include_pad, **attrs)
     return _window_result(node, result, lifted)
 
 

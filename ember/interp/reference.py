@@ -114,16 +114,18 @@ def _pad_hw(data: np.ndarray, padding: Sequence[int], fill: float = 0.0) -> np.n
 
 
 def _window_slices(
-    kh: int, kw: int, strides: Sequence[int], out_hw: Sequence[int]
+    kh: int, kw: int, strides: Sequence[int], out_hw: Sequence[int],
+    dilation: Sequence[int] = (1, 1),
 ) -> list[tuple[slice, slice]]:
     """For each window offset (i, j), the H/W slices of a padded input that
     hold element (i, j) of every output window; used by the pools."""
     sh, sw = strides
     oh, ow = out_hw
+    dh, dw = dilation
     return [
         (
-            slice(i, i + sh * (oh - 1) + 1, sh),
-            slice(j, j + sw * (ow - 1) + 1, sw),
+            slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+            slice(j * dw, j * dw + sw * (ow - 1) + 1, sw),
         )
         for i in range(kh)
         for j in range(kw)
@@ -293,7 +295,7 @@ def _max_pool2d(
     kh, kw = attrs["pool_size"]
     _, _, oh, ow = _result_shape(result_type)
     out: np.ndarray | None = None
-    for rows, cols in _window_slices(kh, kw, attrs["strides"], (oh, ow)):
+    for rows, cols in _window_slices(kh, kw, attrs["strides"], (oh, ow), attrs["dilation"]):
         window = padded[:, :, rows, cols]
         out = window.copy() if out is None else np.maximum(out, window, out=out)
     assert out is not None  # pool_size is positive (verified)
@@ -307,7 +309,7 @@ def _avg_pool2d(
     padding = attrs["padding"]
     kh, kw = attrs["pool_size"]
     _, _, oh, ow = _result_shape(result_type)
-    slices = _window_slices(kh, kw, attrs["strides"], (oh, ow))
+    slices = _window_slices(kh, kw, attrs["strides"], (oh, ow), attrs["dilation"])
     padded = _pad_hw(data, padding)
     total = np.zeros(_result_shape(result_type), dtype=data.dtype)
     for rows, cols in slices:

@@ -1642,6 +1642,7 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     _, _, height, width = graph.shape_of(data)
     kh, kw = op.attr("pool_size")
     sh, sw = op.attr("strides")
+    dh, dw = op.attr("dilation")
     padding = op.attr("padding")
     fill = -math.inf if is_max else 0.0
     source, load_source, scratch = _window_source(em, low, data, padding, fill)
@@ -1665,8 +1666,8 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
                     (i_kw, REDUCE),
                 ]
                 with em.kblock(name, bindings) as (vn, vc, voh, vow, vkh, vkw):
-                    y = em.affine([(voh, sh), (vkh, 1)])
-                    x = em.affine([(vow, sw), (vkw, 1)])
+                    y = em.affine([(voh, sh), (vkh, dh)])
+                    x = em.affine([(vow, sw), (vkw, dw)])
                     value = load_source(source, [vn, vc, y, x])
                     acc = em.load(row, [vow])
                     combined = (
@@ -1701,18 +1702,30 @@ def _pool_count(
         return em.const(kh * kw, f32)
     top, left, _, _ = op.attr("padding")
     sh, sw = op.attr("strides")
-    rows = _window_extent(em, oh, sh, top, kh, size[0])
-    cols = _window_extent(em, ow, sw, left, kw, size[1])
+    dh, dw = op.attr("dilation")
+    rows = _window_extent(em, oh, sh, top, kh, size[0], dh)
+    cols = _window_extent(em, ow, sw, left, kw, size[1], dw)
     count = em.add(arith.MuliOp(rows, cols))
     as_int = em.add(arith.IndexCastOp(count, IntegerType(64)))
     return em.add(arith.SIToFPOp(as_int, f32))
 
 
 def _window_extent(
-    em: _Emitter, out: SSAValue, stride: int, pad: int, window: int, size: int
+    em: _Emitter, out: SSAValue, stride: int, pad: int, window: int, size: int,
+    dilation: int = 1,
 ) -> SSAValue:
     """How many of ``window`` elements starting at ``out*stride - pad`` are real."""
     start = em.add(arith.SubiOp(em.mul_index(out, stride), em.index(pad)))
+    if dilation > 1:
+        # Offsets k with 0 <= start + k·d < size: from ⌈max(0, −start)/d⌉ to
+        # min(window, ⌈(size − start)/d⌉) (size − start > 0: the verifier
+        # guarantees a real element in every window).
+        zero = em.index(0)
+        before = _max(em, em.add(arith.SubiOp(zero, start)), zero)
+        first = em.add(arith.DivSIOp(em.add_index(before, dilation - 1), em.index(dilation)))
+        remaining = em.add(arith.SubiOp(em.index(size + dilation - 1), start))
+        last = _min(em, em.add(arith.DivSIOp(remaining, em.index(dilation))), em.index(window))
+        return em.add(arith.SubiOp(last, first))
     end = em.add(arith.AddiOp(start, em.index(window)))
     zero, limit = em.index(0), em.index(size)
     start = em.add(

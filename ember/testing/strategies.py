@@ -871,10 +871,17 @@ def _gen_pool(name: str) -> Callable[[_ProgramBuilder], None]:
             or _output_size(w, kw, sw, pl + pr, 1) > _MAX_SPATIAL
         ):
             padding = (0, 0, 0, 0)
+        dilation = (1, 1)
+        if padding == (0, 0, 0, 0) and b.draw(st.integers(0, 3)) == 0:
+            # A dilated window that fits the data without padding.
+            dilation = tuple(
+                max(1, min(2, (n - 1) // max(k - 1, 1))) for n, k in ((h, kh), (w, kw))
+            )
         attrs: dict[str, Any] = {
             "pool_size": (kh, kw),
             "strides": b.maybe_default((sh, sw), (1, 1)),
             "padding": b.maybe_default(padding, (0, 0, 0, 0)),
+            "dilation": b.maybe_default(dilation, (1, 1)),
         }
         lo, hi = data.lo, data.hi
         if name == "graph.avg_pool2d":
