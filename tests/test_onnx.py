@@ -496,6 +496,13 @@ def test_unsupported_attribute_is_an_error_not_a_wrong_answer() -> None:
         ember.from_onnx(model)
 
 
+def test_malformed_node_is_an_import_error() -> None:
+    node = helper.make_node("Concat", ["x", "x"], ["y"], name="cat")  # no axis
+    model = make_model([node], {"x": ((2, 2), F32)}, ["y"])
+    with pytest.raises(ember.OnnxImportError, match=r"'cat' \(Concat, opset 17\): malformed node"):
+        ember.from_onnx(model)
+
+
 def test_unsupported_dtype_and_damaged_file(tmp_path: Path) -> None:
     node = helper.make_node("Relu", ["x"], ["y"])
     model = make_model([node], {"x": ((2,), np.float64)}, ["y"])

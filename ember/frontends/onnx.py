@@ -545,6 +545,9 @@ def _convert_node(importer: _Importer, proto: onnx.NodeProto) -> None:
             raise
         except (ValueError, VerifyException) as error:
             raise node.error(str(error)) from None
+        except (TypeError, KeyError, IndexError, AttributeError) as error:
+            # A node missing an attribute or input the operator requires.
+            raise node.error(f"malformed node: {type(error).__name__}: {error}") from None
         results = list(converted) if isinstance(converted, (list, tuple)) else [converted]
     for index, name in enumerate(proto.output):
         if not name:
