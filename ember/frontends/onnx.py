@@ -368,7 +368,7 @@ def from_onnx(
     import faithfully.
     """
     try:
-        import onnx
+        import onnx  # noqa: F401 - only to say how to install it
     except ImportError:  # pragma: no cover - depends on the installation
         raise OnnxImportError(
             'ONNX import needs the onnx package: pip install "ember[onnx]"'
@@ -403,7 +403,6 @@ def from_onnx(
         module.verify()
     except VerifyException as error:  # a converter bug, reported with context
         raise OnnxImportError(f"ONNX import produced invalid IR: {error}") from None
-    del onnx
     return module, importer.params
 
 
@@ -563,7 +562,6 @@ _NEVER_FOLD = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "R
 
 def _fold(node: _Node) -> list[np.ndarray]:
     """Evaluate a node on constant inputs with ONNX's reference implementation."""
-    import onnx
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
@@ -586,7 +584,6 @@ def _fold(node: _Node) -> list[np.ndarray]:
     except Exception as error:
         raise node.error(f"cannot evaluate on constant inputs: {type(error).__name__}: {error}") from None
     by_name = dict(zip(outputs, results))
-    del onnx
     return [np.asarray(by_name[n]) if n else None for n in proto.output]  # type: ignore[misc]
 
 
