@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from xdsl.dialects.builtin import ModuleOp as _ModuleOp
 
 from ember.build import build  # eager: a lazy one would be shadowed by ember/build.py
-from ember.errors import ArtifactError, EmberError, IRError, PassError, RuntimeFailure
+from ember.errors import (
+    ArtifactError,
+    EmberError,
+    IRError,
+    OnnxImportError,
+    PassError,
+    RuntimeFailure,
+)
 from ember.ir import parse, to_text, verify_module
 
 __version__ = "0.1.0"
@@ -27,6 +34,7 @@ __all__ = [
     "GraphExecutor",
     "GraphModule",
     "IRError",
+    "OnnxImportError",
     "PassError",
     "RuntimeFailure",
     "VirtualMachine",
@@ -35,6 +43,7 @@ __all__ = [
     "build",
     "cpu",
     "cuda",
+    "from_onnx",
     "get_global_func",
     "interpret",
     "load_module",
@@ -56,6 +65,15 @@ def interpret(module: Any, entry: str = "main", *args: Any) -> list[Any]:
     from ember.interp import interpret as _interpret
 
     return _interpret(module, entry, *args)
+
+
+def from_onnx(model: Any, shape: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Import an ONNX model (``onnx.ModelProto`` or ``.onnx`` path) as
+    ``(module, params)``; see :mod:`ember.frontends.onnx`.  Needs the
+    ``onnx`` package (``pip install "ember[onnx]"``), imported only here."""
+    from ember.frontends.onnx import from_onnx as _from_onnx
+
+    return _from_onnx(model, shape)
 
 
 _RUNTIME_EXPORTS: dict[str, str] = {

@@ -30,3 +30,9 @@ class RuntimeFailure(EmberError, RuntimeError):
 class ArtifactError(RuntimeFailure):
     """An exported module or pipeline on disk is missing, damaged, forged, or
     of another format version; the message names the file and the field."""
+
+
+class OnnxImportError(EmberError, ValueError):
+    """An ONNX model that ember cannot import faithfully: an unsupported
+    operator, attribute or data type (named with the node and the opset), a
+    dynamic shape left unfixed, or a damaged file."""

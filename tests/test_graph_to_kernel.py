@@ -390,6 +390,69 @@ def test_sqrt() -> None:
     check(unary("sqrt"), positive=True)
 
 
+@pytest.mark.parametrize(
+    "data,weight,out,attrs",
+    [
+        ("1x4x5x5xf32", "4x2x3x3xf32", "1x2x10x10xf32",
+         "{strides = [2, 2], padding = [1, 1, 1, 1], output_padding = [1, 1]}"),
+        ("2x4x3x4xf16", "4x3x3x2xf16", "2x6x5x10xf16",
+         "{groups = 2, dilation = [2, 1], padding = [0, 1, 2, 0], strides = [1, 3]}"),
+        ("1x1x2x2xf32", "1x1x1x1xf32", "1x1x2x2xf32", ""),
+    ],
+)
+def test_conv2d_transpose(data: str, weight: str, out: str, attrs: str) -> None:
+    check(binary("conv2d_transpose", data[:-4], weight[:-4], out[:-4], dtype=data[-3:], attrs=attrs))
+
+
+@pytest.mark.parametrize(
+    "out,attrs",
+    [
+        ("1x2x8x8", '{size = [8, 8], method = "linear"}'),
+        ("1x2x3x7", '{size = [3, 7], method = "linear", coordinate_transformation_mode = "align_corners"}'),
+        ("1x2x1x5", '{size = [1, 5], method = "linear", coordinate_transformation_mode = "pytorch_half_pixel"}'),
+        ("1x2x8x6", '{size = [8, 6], coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"}'),
+        ("1x2x6x9", '{size = [6, 9], nearest_mode = "round_prefer_ceil", scale_h = 1.5}'),
+        ("1x2x3x2", '{size = [3, 2], coordinate_transformation_mode = "tf_half_pixel_for_nn", nearest_mode = "ceil"}'),
+    ],
+)
+def test_resize2d(out: str, attrs: str) -> None:
+    check(_one_input("resize2d", "1x2x4x4xf32", f"{out}xf32", attrs), exact=True)
+
+
+def test_resize2d_f16() -> None:
+    check(_one_input("resize2d", "1x2x4x4xf16", "1x2x7x7xf16", '{size = [7, 7], method = "linear"}'))
+
+
+@pytest.mark.parametrize(
+    "data,attrs",
+    [
+        ("1x8x3x3xf32", "{size = 5, alpha = 1.0e-01 : f32, beta = 7.5e-01 : f32, bias = 2.0 : f32}"),
+        ("2x3x4xf32", "{size = 2}"),
+        ("1x4x2x2xf16", "{size = 3, beta = 5.0e-01 : f32}"),
+    ],
+)
+def test_lrn(data: str, attrs: str) -> None:
+    check(_one_input("lrn", data, data, attrs))
+
+
+def test_log() -> None:
+    check(unary("log"), positive=True)
+
+
+@pytest.mark.parametrize(
+    "op,data,out,attrs",
+    [
+        ("reduce_sum", "1x4x5x5xf32", "1x4x1x1xf32", "{axes = [2, 3]}"),
+        ("reduce_mean", "2x3x4xf32", "2x3xf32", "{axes = [-1], keepdims = false}"),
+        ("reduce_mean", "2x3x4xf16", "3xf16", "{axes = [0, 2], keepdims = false}"),
+        ("reduce_max", "2x3x4xf32", "2x1x4xf32", "{axes = [1]}"),
+        ("reduce_max", "2x3xf16", "f16", "{axes = [0, 1], keepdims = false}"),
+    ],
+)
+def test_reductions(op: str, data: str, out: str, attrs: str) -> None:
+    check(_one_input(op, data, out, attrs))
+
+
 def test_relu_f16_is_exact() -> None:
     check(unary("relu", dtype="f16"), exact=True)
 
@@ -458,6 +521,24 @@ POOL_CASES = {
         "1x1x4x4",
         "pool_size = [2, 2], padding = [1, 1, 0, 0]",
     ),
+    "max_dilated": (
+        "max_pool2d",
+        "1x2x9x9",
+        "1x2x8x7",
+        "pool_size = [3, 2], dilation = [2, 3], padding = [1, 0, 2, 1]",
+    ),
+    "avg_dilated_exclude_pad": (
+        "avg_pool2d",
+        "1x2x9x9",
+        "1x2x8x7",
+        "pool_size = [3, 2], dilation = [2, 3], padding = [1, 0, 2, 1]",
+    ),
+    "avg_dilated_include_pad": (
+        "avg_pool2d",
+        "1x1x7x7",
+        "1x1x3x6",
+        "pool_size = [2, 2], strides = [2, 1], dilation = [3, 2], padding = [1, 1, 0, 0], count_include_pad = true",
+    ),
 }
 
 
@@ -514,6 +595,13 @@ func.func @main(%x: tensor<{data}>) -> tensor<{out}> {{
         ("cast", "2x3xf32", "2x3xi32", ""),
         ("cast", "2x3xi32", "2x3xf32", ""),
         ("cast", "2x3xi32", "2x3xf16", ""),
+        ("slice", "2x8xf32", "2x3xf32", "{begin = [0, 1], end = [2, 7], strides = [1, 2]}"),
+        ("slice", "3x5xi32", "2x5xi32", "{begin = [2, 4], end = [0, -1], strides = [-1, -1]}"),
+        ("slice", "1x3x6x6xf16", "1x2x3x2xf16", "{begin = [0, 1, 0, 1], end = [1, 3, 6, 4], strides = [1, 1, 2, 2]}"),
+        ("pad", "1x2x4x4xf32", "1x2x6x8xf32", '{padding = [0, 0, 1, 2, 0, 0, 1, 2], mode = "reflect"}'),
+        ("pad", "2x3xf16", "5x4xf16", '{padding = [1, 0, 2, 1], mode = "edge"}'),
+        ("pad", "2x3xf32", "5x4xf32", "{padding = [1, 0, 2, 1], value = 2.5}"),
+        ("pad", "2x3xi32", "5x4xi32", "{padding = [1, 0, 2, 1], value = -3.0}"),
     ],
 )
 def test_data_movement(op: str, data: str, out: str, attrs: str) -> None:

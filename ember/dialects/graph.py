@@ -583,6 +583,64 @@ class Conv2dOp(GraphOp):
 
 
 @irdl_op_definition
+class Conv2dTransposeOp(GraphOp):
+    """Transposed 2-D convolution (``relay.nn.conv2d_transpose``, ONNX
+    ``ConvTranspose``), data NCHW, weight IOHW (input channels, output
+    channels per group, KH, KW): every input pixel scatters its weighted
+    window into the output, ``padding`` crops the full result.
+
+    ```mlir
+    %0 = graph.conv2d_transpose %x, %w {strides = [2, 2], padding = [1, 1, 1, 1], output_padding = [1, 1]} : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x10x10xf32>
+    ```
+    """
+
+    name = "graph.conv2d_transpose"
+    data = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
+    ATTRS: ClassVar = {
+        "strides": AttrSpec("ints", (1, 1), 2),
+        "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
+        "dilation": AttrSpec("ints", (1, 1), 2),
+        "output_padding": AttrSpec("ints", (0, 0), 2),
+        "groups": AttrSpec("int", 1),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        weight = _tensor(op, "weight", operand_types[1])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        _same_dtype(op, [("data", data), ("weight", weight)])
+        n, c, h, w = _rank(op, "data", data, 4, "NCHW")
+        i, o, kh, kw = _rank(op, "weight", weight, 4, "IOHW")
+        groups = attrs["groups"]
+        if groups <= 0 or c % groups:
+            _fail(f"{op}: data has {c} channels, not divisible by groups = {groups}")
+        if i != c:
+            _fail(f"{op}: weight has {i} input channels but data has {c}")
+        out = []
+        for size, k, s, d, p0, p1, extra, axis in zip(
+            (h, w), (kh, kw), attrs["strides"], attrs["dilation"],
+            attrs["padding"][:2], attrs["padding"][2:], attrs["output_padding"], ("height", "width"),
+        ):
+            if s <= 0 or d <= 0 or k <= 0:
+                _fail(f"{op}: strides, dilation and the window must be positive")
+            if min(p0, p1, extra) < 0:
+                _fail(f"{op}: padding and output_padding must not be negative")
+            if extra >= max(s, d):
+                _fail(f"{op}: output_padding {extra} must be smaller than the stride or dilation of the {axis}")
+            full = (size - 1) * s + (k - 1) * d + 1 + extra
+            if full - p0 - p1 <= 0:
+                _fail(f"{op}: padding {p0 + p1} crops the whole {axis} ({full})")
+            out.append(full - p0 - p1)
+        return TensorType(data.element_type, [n, o * groups, *out])
+
+
+@irdl_op_definition
 class DenseOp(GraphOp):
     """Fully connected layer, TVM semantics: ``data (N×K) · weightᵀ (U×K) → N×U``.
 
@@ -780,6 +838,19 @@ class SqrtOp(_UnaryElementwise):
 
 
 @irdl_op_definition
+class LogOp(_UnaryElementwise):
+    """Natural logarithm (``-inf`` at 0, NaN for negative inputs, as in IEEE 754).
+
+    ```mlir
+    %0 = graph.log %x : tensor<1x16xf32>
+    ```
+    """
+
+    name = "graph.log"
+    traits = _TRAITS
+
+
+@irdl_op_definition
 class NegativeOp(_UnaryElementwise):
     """``-x``."""
 
@@ -923,17 +994,30 @@ class _Pool2d(GraphOp):
             _fail(f"{op}: pool_size must be positive, got {[kh, kw]}")
         sh, sw = attrs["strides"]
         pt, pl, pb, pr = attrs["padding"]
-        if max(pt, pb) >= kh or max(pl, pr) >= kw:
+        dh, dw = attrs["dilation"]
+        if max(pt, pb) >= (kh - 1) * max(dh, 1) + 1 or max(pl, pr) >= (kw - 1) * max(dw, 1) + 1:
             _fail(f"{op}: padding {[pt, pl, pb, pr]} must be smaller than pool_size {[kh, kw]}")
-        oh = _window_out(op, h, kh, sh, pt + pb, 1, "height")
-        ow = _window_out(op, w, kw, sw, pl + pr, 1, "width")
+        oh = _window_out(op, h, kh, sh, pt + pb, dh, "height")
+        ow = _window_out(op, w, kw, sw, pl + pr, dw, "width")
+        for size, k, s, d, pad, out, axis in ((h, kh, sh, dh, pt, oh, "height"), (w, kw, sw, dw, pl, ow, "width")):
+            if d > 1 and not _windows_hit_data(size, k, s, d, pad, out):
+                _fail(f"{op}: a dilated window along the {axis} holds only padding")
         return TensorType(data.element_type, [n, c, oh, ow])
+
+
+def _windows_hit_data(size: int, kernel: int, stride: int, dilation: int, pad: int, out: int) -> bool:
+    """Whether every (dilated) window holds at least one real element."""
+    return all(
+        any(0 <= o * stride - pad + k * dilation < size for k in range(kernel))
+        for o in range(out)
+    )
 
 
 _POOL_SPECS = {
     "pool_size": AttrSpec("ints", None, 2),
     "strides": AttrSpec("ints", (1, 1), 2),
     "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
+    "dilation": AttrSpec("ints", (1, 1), 2),
 }
 
 
@@ -1113,6 +1197,285 @@ class ConcatenateOp(GraphOp):
         out = list(first)
         out[axis] = total
         return TensorType(types[0].element_type, out)
+
+
+def slice_extent(begin: int, end: int, stride: int) -> int:
+    """How many elements ``begin, begin + stride, …`` stop before ``end``."""
+    if stride > 0:
+        return max(0, -(-(end - begin) // stride))
+    return max(0, -(-(begin - end) // -stride))
+
+
+@irdl_op_definition
+class SliceOp(GraphOp):
+    """Strided slice (``relay.strided_slice``): along axis ``d``, element
+    ``i`` of the result is element ``begin[d] + i·strides[d]`` of ``data``;
+    ``end`` is exclusive, a negative stride walks backwards (``end = -1``
+    then means "through index 0").  Indices are explicit: no Python-style
+    negative indices, nothing clamped.
+
+    ```mlir
+    %0 = graph.slice %x {begin = [0, 1], end = [2, 7], strides = [1, 2]} : (tensor<2x8xf32>) -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.slice"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    DTYPES: ClassVar = ALL_TYPES
+    ATTRS: ClassVar = {
+        "begin": AttrSpec("ints"),
+        "end": AttrSpec("ints"),
+        "strides": AttrSpec("ints", ()),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, ALL_TYPES)
+        shape = shape_of(data)
+        begin, end = attrs["begin"], attrs["end"]
+        if begin is None or end is None:
+            _fail(f"{op}: attributes 'begin' and 'end' are required")
+        strides = attrs["strides"] or (1,) * len(shape)
+        for name, values in (("begin", begin), ("end", end), ("strides", strides)):
+            if len(values) != len(shape):
+                _fail(f"{op}: '{name}' has {len(values)} values but data has rank {len(shape)}")
+        out = []
+        for d, (size, b, e, s) in enumerate(zip(shape, begin, end, strides)):
+            if s == 0:
+                _fail(f"{op}: stride of axis {d} is 0")
+            if s > 0 and not (0 <= b < e <= size):
+                _fail(f"{op}: axis {d} of size {size}: need 0 <= begin < end <= size, got begin {b}, end {e}")
+            if s < 0 and not (-1 <= e < b < size):
+                _fail(f"{op}: axis {d} of size {size}: a negative stride needs -1 <= end < begin < size, got begin {b}, end {e}")
+            out.append(slice_extent(b, e, s))
+        return TensorType(data.element_type, out)
+
+
+PAD_MODES = ("constant", "reflect", "edge")
+
+
+@irdl_op_definition
+class PadOp(GraphOp):
+    """Pad every axis (``relay.nn.pad``).  ``padding`` lists the elements
+    added before each axis, then after each axis (ONNX's order:
+    ``[b0, b1, …, e0, e1, …]``).  ``mode``: ``constant`` fills with
+    ``value``; ``reflect`` mirrors without repeating the edge
+    (``[1, 2, 3]`` → ``[3, 2, 1, 2, 3, 2, 1]``); ``edge`` repeats the edge.
+
+    ```mlir
+    %0 = graph.pad %x {padding = [0, 0, 1, 2, 0, 0, 1, 2], mode = "reflect"} : (tensor<1x2x4x4xf32>) -> tensor<1x2x6x8xf32>
+    ```
+    """
+
+    name = "graph.pad"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    DTYPES: ClassVar = ALL_TYPES
+    ATTRS: ClassVar = {
+        "padding": AttrSpec("ints"),
+        "mode": AttrSpec("str", "constant"),
+        "value": AttrSpec("float", 0.0),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, ALL_TYPES)
+        shape = shape_of(data)
+        padding, mode = attrs["padding"], attrs["mode"]
+        if padding is None:
+            _fail(f"{op}: missing attribute 'padding'")
+        if len(padding) != 2 * len(shape):
+            _fail(f"{op}: 'padding' has {len(padding)} values, expected {2 * len(shape)} for rank {len(shape)}")
+        if mode not in PAD_MODES:
+            _fail(f"{op}: mode '{mode}' is not one of {', '.join(PAD_MODES)}")
+        rank = len(shape)
+        out = []
+        for d, size in enumerate(shape):
+            before, after = padding[d], padding[rank + d]
+            if before < 0 or after < 0:
+                _fail(f"{op}: padding must not be negative, got {list(padding)}")
+            if mode == "reflect" and max(before, after) > size - 1:
+                _fail(f"{op}: reflect padding of axis {d} ({before}, {after}) must be smaller than its size {size}")
+            if mode == "edge" and size == 0 and before + after:
+                _fail(f"{op}: edge padding of the empty axis {d}")
+            out.append(size + before + after)
+        return TensorType(data.element_type, out)
+
+
+RESIZE_METHODS = ("nearest", "linear")
+RESIZE_COORDINATES = (
+    "half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+)
+RESIZE_ROUNDING = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+@irdl_op_definition
+class Resize2dOp(GraphOp):
+    """Resize the H and W axes of NCHW data (``relay.image.resize2d``, ONNX
+    ``Resize``/``Upsample``): output pixel ``x`` reads input coordinate
+    ``x_in = f(x)`` by ``coordinate_transformation_mode`` with the axis's
+    scale (``scale_h``/``scale_w``; 0 means output size / input size), then
+    takes the nearest pixel (``nearest_mode``) or interpolates linearly
+    between the two neighbours; indices outside the input clamp to its edge.
+
+    ```mlir
+    %0 = graph.resize2d %x {size = [8, 8], method = "linear"} : (tensor<1x2x4x4xf32>) -> tensor<1x2x8x8xf32>
+    ```
+    """
+
+    name = "graph.resize2d"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.INJECTIVE
+    ATTRS: ClassVar = {
+        "size": AttrSpec("ints", None, 2),
+        "method": AttrSpec("str", "nearest"),
+        "coordinate_transformation_mode": AttrSpec("str", "half_pixel"),
+        "nearest_mode": AttrSpec("str", "round_prefer_floor"),
+        "scale_h": AttrSpec("float", 0.0),
+        "scale_w": AttrSpec("float", 0.0),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        n, c, _, _ = _rank(op, "data", data, 4, "NCHW")
+        if attrs["size"] is None:
+            _fail(f"{op}: missing attribute 'size'")
+        oh, ow = attrs["size"]
+        if oh <= 0 or ow <= 0:
+            _fail(f"{op}: size must be positive, got {[oh, ow]}")
+        for name, allowed in (
+            ("method", RESIZE_METHODS),
+            ("coordinate_transformation_mode", RESIZE_COORDINATES),
+            ("nearest_mode", RESIZE_ROUNDING),
+        ):
+            if attrs[name] not in allowed:
+                _fail(f"{op}: {name} '{attrs[name]}' is not one of {', '.join(allowed)}")
+        if attrs["scale_h"] < 0 or attrs["scale_w"] < 0:
+            _fail(f"{op}: scales must not be negative")
+        return TensorType(data.element_type, [n, c, oh, ow])
+
+
+@irdl_op_definition
+class LrnOp(GraphOp):
+    """Local response normalisation across channels (``relay.nn.lrn``, ONNX
+    ``LRN``): ``x / (bias + alpha/size · Σ x²)^beta``, the sum over the
+    ``size`` channels around each one (axis 1; windows stop at the edges).
+
+    ```mlir
+    %0 = graph.lrn %x {size = 5, alpha = 1.0e-04 : f32, beta = 7.5e-01 : f32, bias = 2.0 : f32} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+    ```
+    """
+
+    name = "graph.lrn"
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.OPAQUE
+    ATTRS: ClassVar = {
+        "size": AttrSpec("int"),
+        "alpha": AttrSpec("float", 1e-4),
+        "beta": AttrSpec("float", 0.75),
+        "bias": AttrSpec("float", 1.0),
+    }
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        if len(shape_of(data)) < 2:
+            _fail(f"{op}: data must have rank >= 2 (channels on axis 1), got {type_str(data)}")
+        if attrs["size"] is None or attrs["size"] <= 0:
+            _fail(f"{op}: size must be a positive integer, got {attrs['size']}")
+        return data
+
+    @staticmethod
+    def window(size: int) -> tuple[int, int]:
+        """Channels before and after each channel in its window."""
+        before = (size - 1) // 2
+        return before, size - 1 - before
+
+
+class _Reduce(GraphOp):
+    data = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = _TRAITS
+    FUSION_KIND: ClassVar = FusionKind.REDUCTION
+    ATTRS: ClassVar = {"axes": AttrSpec("ints"), "keepdims": AttrSpec("bool", True)}
+
+    @classmethod
+    def reduced_axes(cls, axes: Sequence[int], rank: int) -> tuple[int, ...]:
+        norm = tuple(sorted({_axis(cls.name, a, rank) for a in axes}))
+        if len(norm) != len(axes):
+            _fail(f"{cls.name}: axes {list(axes)} repeat an axis")
+        return norm
+
+    @classmethod
+    def infer_type(cls, operand_types, attrs):
+        op = cls.name
+        data = _tensor(op, "data", operand_types[0])
+        _check_dtype(op, "data", data, FLOAT_TYPES)
+        shape = shape_of(data)
+        if attrs["axes"] is None or not attrs["axes"]:
+            _fail(f"{op}: 'axes' must name at least one axis")
+        axes = cls.reduced_axes(attrs["axes"], len(shape))
+        if any(shape[a] == 0 for a in axes):
+            _fail(f"{op}: cannot reduce an empty axis")
+        if attrs["keepdims"]:
+            out = [1 if d in axes else n for d, n in enumerate(shape)]
+        else:
+            out = [n for d, n in enumerate(shape) if d not in axes]
+        return TensorType(data.element_type, out)
+
+
+@irdl_op_definition
+class ReduceSumOp(_Reduce):
+    """Sum over ``axes`` (``relay.sum``); ``keepdims`` keeps them as size 1.
+
+    ```mlir
+    %0 = graph.reduce_sum %x {axes = [2, 3]} : (tensor<1x4x5x5xf32>) -> tensor<1x4x1x1xf32>
+    ```
+    """
+
+    name = "graph.reduce_sum"
+
+
+@irdl_op_definition
+class ReduceMeanOp(_Reduce):
+    """Mean over ``axes`` (``relay.mean``): the sum divided by the count.
+
+    ```mlir
+    %0 = graph.reduce_mean %x {axes = [-1], keepdims = false} : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.reduce_mean"
+
+
+@irdl_op_definition
+class ReduceMaxOp(_Reduce):
+    """Maximum over ``axes`` (``relay.max``); NaN anywhere gives NaN.
+
+    ```mlir
+    %0 = graph.reduce_max %x {axes = [1]} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+    ```
+    """
+
+    name = "graph.reduce_max"
 
 
 @irdl_op_definition
@@ -1389,6 +1752,7 @@ class CallExternOp(IRDLOperation):
 
 GRAPH_OPS: tuple[type[GraphOp], ...] = (
     Conv2dOp,
+    Conv2dTransposeOp,
     DenseOp,
     MatmulOp,
     BiasAddOp,
@@ -1398,6 +1762,7 @@ GRAPH_OPS: tuple[type[GraphOp], ...] = (
     TanhOp,
     ExpOp,
     SqrtOp,
+    LogOp,
     NegativeOp,
     ClipOp,
     AddOp,
@@ -1414,11 +1779,39 @@ GRAPH_OPS: tuple[type[GraphOp], ...] = (
     ReshapeOp,
     TransposeOp,
     ConcatenateOp,
+    SliceOp,
+    PadOp,
+    Resize2dOp,
+    LrnOp,
+    ReduceSumOp,
+    ReduceMeanOp,
+    ReduceMaxOp,
     CastOp,
     ConstantOp,
 )
 
 OPS_BY_NAME: dict[str, type[GraphOp]] = {op.name: op for op in GRAPH_OPS}
+
+
+ARGUMENT_NAME_ATTR = "graph.name"
+"""Argument attribute holding a function argument's external name.
+
+SSA names cannot hold every name a model uses (ONNX has ``x:0`` and
+``images/1``, and xDSL drops a trailing ``_<digits>`` when printing), so an
+importer writes ``%x_0: tensor<…> {graph.name = "x:0"}``; everything that
+names arguments (``ember.build`` params, ``GraphExecutor.set_input``,
+``bind-params``, ``ember-run --input``) asks :func:`argument_name`.
+"""
+
+
+def argument_name(func: FuncOp, index: int) -> str:
+    """The name of argument ``index`` of ``func``: its ``graph.name``
+    attribute, else its SSA name, else ``arg<index>``."""
+    if func.arg_attrs is not None and index < len(func.arg_attrs.data):
+        name = func.arg_attrs.data[index].data.get(ARGUMENT_NAME_ATTR)
+        if isinstance(name, StringAttr):
+            return name.data
+    return func.args[index].name_hint or f"arg{index}"
 
 
 def fusion_kind(op: Operation) -> FusionKind:

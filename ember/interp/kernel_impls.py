@@ -201,6 +201,20 @@ class KernelScalarFunctions(InterpreterFunctions):
     def run_absf(self, interpreter: Interpreter, op: xmath.AbsFOp, args: PythonValues) -> PythonValues:
         return (np.abs(_scalar(op.result.type, args[0])),)
 
+    @impl(xmath.PowFOp)
+    def run_powf(self, interpreter: Interpreter, op: xmath.PowFOp, args: PythonValues) -> PythonValues:
+        base, exponent = (_scalar(op.result.type, a) for a in args)
+        with np.errstate(all="ignore"):
+            return (np.power(base, exponent),)
+
+    @impl(xmath.FloorOp)
+    def run_floor(self, interpreter: Interpreter, op: xmath.FloorOp, args: PythonValues) -> PythonValues:
+        return (np.floor(_scalar(op.result.type, args[0])),)
+
+    @impl(xmath.CeilOp)
+    def run_ceil(self, interpreter: Interpreter, op: xmath.CeilOp, args: PythonValues) -> PythonValues:
+        return (np.ceil(_scalar(op.result.type, args[0])),)
+
     @impl(xmath.RsqrtOp)
     def run_rsqrt(self, interpreter: Interpreter, op: xmath.RsqrtOp, args: PythonValues) -> PythonValues:
         value = _scalar(op.result.type, args[0])

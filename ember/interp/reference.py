@@ -44,6 +44,7 @@ from xdsl.ir import Operation
 from ember.dialects.graph import (
     OPS_BY_NAME,
     GraphOp,
+    LrnOp,
     TransposeOp,
     dense_to_array,
     numpy_dtype,
@@ -115,16 +116,18 @@ def _pad_hw(data: np.ndarray, padding: Sequence[int], fill: float = 0.0) -> np.n
 
 
 def _window_slices(
-    kh: int, kw: int, strides: Sequence[int], out_hw: Sequence[int]
+    kh: int, kw: int, strides: Sequence[int], out_hw: Sequence[int],
+    dilation: Sequence[int] = (1, 1),
 ) -> list[tuple[slice, slice]]:
     """For each window offset (i, j), the H/W slices of a padded input that
     hold element (i, j) of every output window; used by the pools."""
     sh, sw = strides
     oh, ow = out_hw
+    dh, dw = dilation
     return [
         (
-            slice(i, i + sh * (oh - 1) + 1, sh),
-            slice(j, j + sw * (ow - 1) + 1, sw),
+            slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+            slice(j * dw, j * dw + sw * (ow - 1) + 1, sw),
         )
         for i in range(kh)
         for j in range(kw)
@@ -175,6 +178,33 @@ def _conv2d(
             2, 0, 1, 3, 4
         )
     return out.reshape(n, out_channels, oh, ow)
+
+
+def _conv2d_transpose(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    """Scatter form: each window offset adds ``data · weight[:, :, ky, kx]``
+    into a strided view of the full output, which ``padding`` then crops."""
+    data, weight = inputs
+    n, c, h, w = data.shape
+    _, og, kh, kw = weight.shape
+    groups = attrs["groups"]
+    sh, sw = attrs["strides"]
+    dh, dw = attrs["dilation"]
+    pt, pl, _, _ = attrs["padding"]
+    eh, ew = attrs["output_padding"]
+    full_h = (h - 1) * sh + (kh - 1) * dh + 1 + eh
+    full_w = (w - 1) * sw + (kw - 1) * dw + 1 + ew
+    full = np.zeros((n, groups, og, full_h, full_w), dtype=np.float32)
+    x = data.reshape(n, groups, c // groups, h, w)
+    wg = weight.reshape(groups, c // groups, og, kh, kw)
+    for ky in range(kh):
+        for kx in range(kw):
+            contribution = np.einsum("ngchw,gco->ngohw", x, wg[:, :, :, ky, kx])
+            full[:, :, :, ky * dh : ky * dh + (h - 1) * sh + 1 : sh,
+                 kx * dw : kx * dw + (w - 1) * sw + 1 : sw] += contribution
+    _, out_c, oh, ow = _result_shape(result_type)
+    return full.reshape(n, out_c, full_h, full_w)[:, :, pt : pt + oh, pl : pl + ow].copy()
 
 
 def _dense(
@@ -287,7 +317,7 @@ def _max_pool2d(
     kh, kw = attrs["pool_size"]
     _, _, oh, ow = _result_shape(result_type)
     out: np.ndarray | None = None
-    for rows, cols in _window_slices(kh, kw, attrs["strides"], (oh, ow)):
+    for rows, cols in _window_slices(kh, kw, attrs["strides"], (oh, ow), attrs["dilation"]):
         window = padded[:, :, rows, cols]
         out = window.copy() if out is None else _maximum(out, window)
     assert out is not None  # pool_size is positive (verified)
@@ -301,7 +331,7 @@ def _avg_pool2d(
     padding = attrs["padding"]
     kh, kw = attrs["pool_size"]
     _, _, oh, ow = _result_shape(result_type)
-    slices = _window_slices(kh, kw, attrs["strides"], (oh, ow))
+    slices = _window_slices(kh, kw, attrs["strides"], (oh, ow), attrs["dilation"])
     padded = _pad_hw(data, padding)
     total = np.zeros(_result_shape(result_type), dtype=data.dtype)
     for rows, cols in slices:
@@ -348,6 +378,120 @@ def _concatenate(
     return np.concatenate(list(inputs), axis=attrs["axis"])
 
 
+def _slice(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    strides = attrs["strides"] or (1,) * data.ndim
+    index = tuple(
+        slice(b, e if e >= 0 else None, s)
+        for b, e, s in zip(attrs["begin"], attrs["end"], strides)
+    )
+    return data[index].copy()
+
+
+def _pad(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    padding = attrs["padding"]
+    widths = list(zip(padding[: data.ndim], padding[data.ndim :]))
+    mode = attrs["mode"]
+    if mode == "constant":
+        fill = np.asarray(attrs["value"], dtype=np.float32).astype(data.dtype)
+        return np.pad(data, widths, mode="constant", constant_values=fill)
+    return np.pad(data, widths, mode=mode)
+
+
+def resize_source(
+    out_size: int, in_size: int, scale: float, mode: str
+) -> np.ndarray:
+    """Input coordinates (float32) of the ``out_size`` output pixels of one
+    axis, by ONNX's coordinate transformations.  Shared with the kernel
+    generator's arithmetic, which computes the same values in f32."""
+    x = np.arange(out_size, dtype=np.float32)
+    scale = np.float32(scale if scale > 0 else out_size / in_size)
+    half = np.float32(0.5)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (x + half) / scale
+    if mode == "align_corners":
+        if out_size == 1:
+            return np.zeros_like(x)
+        return x * np.float32((in_size - 1) / (out_size - 1))
+    if mode == "pytorch_half_pixel" and out_size == 1:
+        return np.zeros_like(x)
+    return (x + half) / scale - half
+
+
+def _nearest_index(coords: np.ndarray, rounding: str, in_size: int) -> np.ndarray:
+    half = np.float32(0.5)
+    if rounding == "round_prefer_floor":
+        index = np.ceil(coords - half)
+    elif rounding == "round_prefer_ceil":
+        index = np.floor(coords + half)
+    elif rounding == "floor":
+        index = np.floor(coords)
+    else:
+        index = np.ceil(coords)
+    return np.clip(index.astype(np.int64), 0, in_size - 1)
+
+
+def _resize2d(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    data = inputs[0]
+    _, _, h, w = data.shape
+    out = data
+    for axis, size, length, scale in ((2, attrs["size"][0], h, attrs["scale_h"]), (3, attrs["size"][1], w, attrs["scale_w"])):
+        coords = resize_source(size, length, scale, attrs["coordinate_transformation_mode"])
+        shape = [1, 1, 1, 1]
+        shape[axis] = size
+        if attrs["method"] == "nearest":
+            out = np.take(out, _nearest_index(coords, attrs["nearest_mode"], length), axis=axis)
+            continue
+        low = np.floor(coords)
+        weight = (coords - low).reshape(shape)
+        first = np.clip(low.astype(np.int64), 0, length - 1)
+        second = np.clip(low.astype(np.int64) + 1, 0, length - 1)
+        out = np.take(out, first, axis=axis) * (np.float32(1) - weight) + np.take(out, second, axis=axis) * weight
+    return out
+
+
+def _lrn(
+    inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+) -> np.ndarray:
+    x = inputs[0]
+    size = attrs["size"]
+    before, after = LrnOp.window(size)
+    squares = np.square(x)
+    widths = [(0, 0)] * x.ndim
+    widths[1] = (before, after)
+    padded = np.pad(squares, widths)
+    channels = x.shape[1]
+    total = np.zeros_like(x)
+    for k in range(size):
+        total += padded[:, k : k + channels]
+    scale = _f32(attrs["bias"]) + _f32(attrs["alpha"]) / _f32(size) * total
+    return x / np.power(scale, _f32(attrs["beta"]))
+
+
+def _reduce(fn: Callable[..., np.ndarray]) -> RefImpl:
+    def run(
+        inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
+    ) -> np.ndarray:
+        data = inputs[0]
+        axes = tuple(a % data.ndim for a in attrs["axes"])
+        return fn(data, axis=axes, keepdims=bool(attrs["keepdims"]), dtype=data.dtype)
+
+    return run
+
+
+def _reduce_max(data: np.ndarray, axis: tuple[int, ...], keepdims: bool, dtype: Any) -> np.ndarray:
+    return np.max(data, axis=axis, keepdims=keepdims)
+
+
 def _cast(
     inputs: Sequence[np.ndarray], attrs: Mapping[str, Any], result_type: TensorType
 ) -> np.ndarray:
@@ -366,6 +510,7 @@ def _constant(
 
 REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.conv2d": _conv2d,
+    "graph.conv2d_transpose": _conv2d_transpose,
     "graph.dense": _dense,
     "graph.matmul": _matmul,
     "graph.bias_add": _bias_add,
@@ -375,6 +520,7 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.tanh": _unary(np.tanh),
     "graph.exp": _unary(np.exp),
     "graph.sqrt": _unary(np.sqrt),
+    "graph.log": _unary(np.log),
     "graph.negative": _unary(np.negative),
     "graph.clip": _clip,
     "graph.add": _binary(np.add),
@@ -391,6 +537,13 @@ REFERENCE_IMPLS: dict[str, RefImpl] = {
     "graph.reshape": _reshape_to_result,
     "graph.transpose": _transpose,
     "graph.concatenate": _concatenate,
+    "graph.slice": _slice,
+    "graph.pad": _pad,
+    "graph.resize2d": _resize2d,
+    "graph.lrn": _lrn,
+    "graph.reduce_sum": _reduce(np.sum),
+    "graph.reduce_mean": _reduce(np.mean),
+    "graph.reduce_max": _reduce(_reduce_max),
     "graph.cast": _cast,
     "graph.constant": _constant,
 }

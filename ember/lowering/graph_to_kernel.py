@@ -553,6 +553,7 @@ _SCALAR_FNS: dict[str, Callable[[_Emitter, GraphOp, Sequence[SSAValue]], SSAValu
     "graph.tanh": _unary_math(xmath.TanhOp),
     "graph.exp": _unary_math(xmath.ExpOp),
     "graph.sqrt": _unary_math(xmath.SqrtOp),
+    "graph.log": _unary_math(xmath.LogOp),
     "graph.negative": _negative,
     "graph.clip": _clip,
     "graph.add": _binary(arith.AddfOp, arith.AddiOp),
@@ -769,6 +770,305 @@ def _gen_concatenate(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
             indices[axis] = em.add_index(indices[axis], offset)
             low.emit_result(em, value, indices)
         offset += shape[axis]
+
+
+def _gen_slice(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """One nest over the result; element ``i`` reads ``begin + i·stride``."""
+    (data,) = op.operands
+    shape = graph.shape_of(op.results[0])
+    strides = op.attr("strides") or (1,) * len(shape)
+    with (
+        em.nest(_names("i", len(shape)), shape) as ivs,
+        em.kblock("slice", _spatial(ivs)) as vs,
+    ):
+        source = [
+            em.affine([(v, stride)], begin)
+            for v, stride, begin in zip(vs, strides, op.attr("begin"))
+        ]
+        low.emit_result(em, em.load_widened(low.buffer(data), source), vs)
+
+
+def _index_abs(em: _Emitter, value: SSAValue) -> SSAValue:
+    return _max(em, value, em.add(arith.SubiOp(em.index(0), value)))
+
+
+def _gen_pad(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """One nest over the result.  Each axis maps its index back into the
+    data: ``edge`` clamps, ``reflect`` folds twice (``n-1 - |n-1 - |i||``),
+    ``constant`` clamps (so the load stays in bounds) and selects ``value``
+    where any axis is outside."""
+    (data,) = op.operands
+    in_shape = graph.shape_of(data)
+    out_shape = graph.shape_of(op.results[0])
+    rank = len(in_shape)
+    padding, mode = op.attr("padding"), op.attr("mode")
+    with (
+        em.nest(_names("i", rank), out_shape) as ivs,
+        em.kblock("pad", _spatial(ivs)) as vs,
+    ):
+        source: list[SSAValue] = []
+        inside: SSAValue | None = None
+        for d, v in enumerate(vs):
+            before, after, size = padding[d], padding[rank + d], in_shape[d]
+            if before == 0 and after == 0:
+                source.append(v)
+                continue
+            index = em.add_index(v, -before)
+            last = em.index(size - 1)
+            if mode == "reflect":
+                folded = _index_abs(em, em.add(arith.SubiOp(last, _index_abs(em, index))))
+                source.append(em.add(arith.SubiOp(last, folded)))
+                continue
+            clamped = _min(em, _max(em, index, em.index(0)), last)
+            source.append(clamped)
+            if mode == "constant":
+                same = em.add(arith.CmpiOp(index, clamped, "eq"))
+                inside = same if inside is None else em.add(arith.AndIOp(inside, same))
+        value = em.load_widened(low.buffer(data), source)
+        if inside is not None:
+            fill = em.const(op.attr("value"), value.type)
+            value = em.add(arith.SelectOp(inside, value, fill))
+        low.emit_result(em, value, vs)
+
+
+def _resize_coordinate(
+    em: _Emitter, op: GraphOp, index: SSAValue, out_size: int, in_size: int, scale: float
+) -> SSAValue:
+    """The f32 input coordinate of output index ``index`` along one axis:
+    the arithmetic of :func:`ember.interp.reference.resize_source`."""
+    mode = op.attr("coordinate_transformation_mode")
+    if mode == "align_corners" and out_size == 1 or mode == "pytorch_half_pixel" and out_size == 1:
+        return em.const(0.0, f32)
+    as_int = em.add(arith.IndexCastOp(index, IntegerType(64)))
+    x = em.add(arith.SIToFPOp(as_int, f32))
+    if mode == "align_corners":
+        return em.add(arith.MulfOp(x, em.const(float(np.float32((in_size - 1) / (out_size - 1))), f32)))
+    factor = em.const(float(np.float32(scale if scale > 0 else out_size / in_size)), f32)
+    if mode == "asymmetric":
+        return em.add(arith.DivfOp(x, factor))
+    shifted = em.add(arith.DivfOp(em.add(arith.AddfOp(x, em.const(0.5, f32))), factor))
+    if mode == "tf_half_pixel_for_nn":
+        return shifted
+    return em.add(arith.SubfOp(shifted, em.const(0.5, f32)))
+
+
+def _clamped_index(em: _Emitter, value: SSAValue, size: int) -> SSAValue:
+    """An f32 holding an integer → an index clamped to ``[0, size)``."""
+    as_int = em.add(arith.FPToSIOp(value, IntegerType(64)))
+    index = em.add(arith.IndexCastOp(as_int, IndexType()))
+    return _min(em, _max(em, index, em.index(0)), em.index(size - 1))
+
+
+def _gen_resize2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """One nest over the result; per pixel the source coordinates of its row
+    and column, then the nearest pixel, or the linear blend of the two rows'
+    values and then of the two columns (the reference's order)."""
+    (data,) = op.operands
+    _, _, height, width = graph.shape_of(data)
+    shape = graph.shape_of(op.results[0])
+    oh, ow = shape[2:]
+    source = low.buffer(data)
+    with (
+        em.nest(_names("i", 4), shape) as ivs,
+        em.kblock("resize2d", _spatial(ivs)) as (vn, vc, vy, vx),
+    ):
+        cy = _resize_coordinate(em, op, vy, oh, height, op.attr("scale_h"))
+        cx = _resize_coordinate(em, op, vx, ow, width, op.attr("scale_w"))
+        if op.attr("method") == "nearest":
+            rounding = op.attr("nearest_mode")
+
+            def nearest(c: SSAValue, size: int) -> SSAValue:
+                if rounding == "round_prefer_floor":
+                    r = em.add(xmath.CeilOp(em.add(arith.SubfOp(c, em.const(0.5, f32)))))
+                elif rounding == "round_prefer_ceil":
+                    r = em.add(xmath.FloorOp(em.add(arith.AddfOp(c, em.const(0.5, f32)))))
+                elif rounding == "floor":
+                    r = em.add(xmath.FloorOp(c))
+                else:
+                    r = em.add(xmath.CeilOp(c))
+                return _clamped_index(em, r, size)
+
+            value = em.load_widened(source, [vn, vc, nearest(cy, height), nearest(cx, width)])
+            low.emit_result(em, value, [vn, vc, vy, vx])
+            return
+
+        def neighbours(c: SSAValue, size: int) -> tuple[SSAValue, SSAValue, SSAValue]:
+            floor = em.add(xmath.FloorOp(c))
+            weight = em.add(arith.SubfOp(c, floor))
+            first = _clamped_index(em, floor, size)
+            second = _clamped_index(em, em.add(arith.AddfOp(floor, em.const(1.0, f32))), size)
+            return first, second, weight
+
+        y0, y1, wy = neighbours(cy, height)
+        x0, x1, wx = neighbours(cx, width)
+        one = em.const(1.0, f32)
+
+        def blend(a: SSAValue, b: SSAValue, weight: SSAValue) -> SSAValue:
+            keep = em.add(arith.SubfOp(one, weight))
+            return em.add(arith.AddfOp(em.add(arith.MulfOp(a, keep)), em.add(arith.MulfOp(b, weight))))
+
+        def column(x: SSAValue) -> SSAValue:
+            top = em.load_widened(source, [vn, vc, y0, x])
+            bottom = em.load_widened(source, [vn, vc, y1, x])
+            return blend(top, bottom, wy)
+
+        low.emit_result(em, blend(column(x0), column(x1), wx), [vn, vc, vy, vx])
+
+
+def _gen_lrn(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """Per element: the window's sum of squares (channels outside read as 0,
+    by clamping the index and selecting 0), then ``x / (bias + alpha/size ·
+    sum)^beta`` with ``powf``."""
+    (data,) = op.operands
+    shape = graph.shape_of(data)
+    channels = shape[1]
+    size = op.attr("size")
+    before, _ = graph.LrnOp.window(size)
+    source = low.buffer(data)
+    with em.nest(_names("i", len(shape)), shape) as ivs:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        zero = em.index(0)
+        with em.kblock("lrn_init", _spatial(ivs)):
+            em.store(em.const(0.0, f32), acc, [zero])
+        with em.loop("k", size) as i_k:
+            with em.kblock("lrn_sum", _spatial(ivs) + [(i_k, REDUCE)]) as vs:
+                *at, vk = vs
+                channel = em.affine([(at[1], 1), (vk, 1)], -before)
+                clamped = _min(em, _max(em, channel, em.index(0)), em.index(channels - 1))
+                inside = em.add(arith.CmpiOp(channel, clamped, "eq"))
+                x = em.load_widened(source, [at[0], clamped, *at[2:]])
+                square = em.add(arith.SelectOp(inside, em.add(arith.MulfOp(x, x)), em.const(0.0, f32)))
+                zero = em.index(0)
+                em.store(em.add(arith.AddfOp(em.load(acc, [zero]), square)), acc, [zero])
+        with em.kblock("lrn", _spatial(ivs)) as vs:
+            zero = em.index(0)
+            rate = float(np.float32(op.attr("alpha")) / np.float32(size))
+            scale = em.add(
+                arith.AddfOp(
+                    em.const(op.attr("bias"), f32),
+                    em.add(arith.MulfOp(em.const(rate, f32), em.load(acc, [zero]))),
+                )
+            )
+            power = em.add(xmath.PowFOp(scale, em.const(op.attr("beta"), f32)))
+            x = em.load_widened(source, vs)
+            low.emit_result(em, em.add(arith.DivfOp(x, power)), vs)
+        em.add(memref.DeallocOp.get(acc))
+
+
+def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """reduce_sum/mean/max: a nest over the kept axes; per element an
+    accumulator, a reduction nest over the reduced axes, then the store."""
+    (data,) = op.operands
+    shape = graph.shape_of(data)
+    axes = op.reduced_axes(op.attr("axes"), len(shape))
+    kept = [d for d in range(len(shape)) if d not in axes]
+    name = _short_name(op)
+    is_max = name == "reduce_max"
+    kinds = ["serial"] * len(kept)
+    wide = [i for i, d in enumerate(kept) if shape[d] > 1]
+    if wide:
+        kinds[wide[0]] = "parallel"
+    with em.nest(_names("o", len(kept)), [shape[d] for d in kept], kinds) as outer:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        zero = em.index(0)
+        with em.kblock(f"{name}_init", _spatial(outer)):
+            em.store(em.const(-math.inf if is_max else 0.0, f32), acc, [zero])
+        with em.nest(_names("r", len(axes)), [shape[d] for d in axes], ["serial"] * len(axes)) as inner:
+            bindings = _spatial(outer) + [(iv, REDUCE) for iv in inner]
+            with em.kblock(name, bindings) as vs:
+                at = dict(zip(kept, vs[: len(kept)])) | dict(zip(axes, vs[len(kept) :]))
+                x = em.load_widened(low.buffer(data), [at[d] for d in range(len(shape))])
+                zero = em.index(0)
+                old = em.load(acc, [zero])
+                new = _max(em, old, x) if is_max else em.add(arith.AddfOp(old, x))
+                em.store(new, acc, [zero])
+        with em.kblock(f"{name}_store", _spatial(outer)) as vo:
+            zero = em.index(0)
+            value = em.load(acc, [zero])
+            if name == "reduce_mean":
+                count = math.prod(shape[d] for d in axes)
+                value = em.add(arith.DivfOp(value, em.const(count, f32)))
+            if op.attr("keepdims"):
+                at = dict(zip(kept, vo))
+                indices = [at.get(d, zero) for d in range(len(shape))]
+            else:
+                indices = list(vo)
+            low.emit_result(em, value, indices)
+        em.add(memref.DeallocOp.get(acc))
+
+
+def _gen_conv2d_transpose(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """Gather form of the transposed convolution: the input is spread into a
+    zero buffer at stride steps (offset ``(K-1)·dilation``), then each output
+    pixel is a plain correlation of that buffer with the flipped window:
+    ``out[y] = Σ buf[y + pad_top + k·d] · w[K-1-k]``.  Loops say what, not
+    how: schedules may tile them later."""
+    data, weight = op.operands
+    n, channels, height, width = graph.shape_of(data)
+    _, per_group, kh, kw = graph.shape_of(weight)
+    _, out_channels, oh, ow = graph.shape_of(op.results[0])
+    groups = op.attr("groups")
+    in_group = channels // groups
+    sh, sw = op.attr("strides")
+    dh, dw = op.attr("dilation")
+    top, left, _, _ = op.attr("padding")
+    off_h, off_w = (kh - 1) * dh, (kw - 1) * dw
+    buf_h = max((height - 1) * sh + off_h + 1, oh + top + off_h)
+    buf_w = max((width - 1) * sw + off_w + 1, ow + left + off_w)
+    spread = em.alloc([n, channels, buf_h, buf_w])
+    spread.name_hint = "spread"
+    with (
+        em.nest(_names("z", 4), [n, channels, buf_h, buf_w]) as ivs,
+        em.kblock("conv2d_transpose_zero", _spatial(ivs)) as vs,
+    ):
+        em.store(em.const(0.0, f32), spread, vs)
+    with (
+        em.nest(_names("i", 4), [n, channels, height, width]) as ivs,
+        em.kblock("conv2d_transpose_spread", _spatial(ivs)) as (vn, vc, vh, vw),
+    ):
+        value = em.load_widened(low.buffer(data), [vn, vc, vh, vw])
+        at = [vn, vc, em.affine([(vh, sh)], off_h), em.affine([(vw, sw)], off_w)]
+        em.store(value, spread, at)
+    with em.loop("n", n) as i_n, em.loop("o", out_channels, "parallel") as i_o:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        with em.loop("oh", oh) as i_y, em.loop("ow", ow) as i_x:
+            pixel = _spatial([i_n, i_o, i_y, i_x])
+            with em.kblock("conv2d_transpose_init", pixel):
+                em.store(em.const(0.0, f32), acc, [em.index(0)])
+            with (
+                em.loop("ic", in_group) as i_c,
+                em.loop("kh", kh) as i_kh,
+                em.loop("kw", kw) as i_kw,
+            ):
+                bindings = pixel + [(i_c, REDUCE), (i_kh, REDUCE), (i_kw, REDUCE)]
+                with em.kblock("conv2d_transpose", bindings) as (vn, vo, vy, vx, vc, vkh, vkw):
+                    group = em.add(arith.DivSIOp(vo, em.index(per_group))) if groups > 1 else None
+                    local_o = (
+                        em.add(arith.RemSIOp(vo, em.index(per_group))) if groups > 1 else vo
+                    )
+                    channel = (
+                        em.affine([(group, in_group), (vc, 1)]) if group is not None else vc
+                    )
+                    x = em.load(
+                        spread,
+                        [vn, channel, em.affine([(vy, 1), (vkh, dh)], top),
+                         em.affine([(vx, 1), (vkw, dw)], left)],
+                    )
+                    w = em.load_widened(
+                        low.buffer(weight),
+                        [channel, local_o, em.affine([(vkh, -1)], kh - 1),
+                         em.affine([(vkw, -1)], kw - 1)],
+                    )
+                    zero = em.index(0)
+                    total = em.add(arith.AddfOp(em.load(acc, [zero]), em.add(arith.MulfOp(x, w))))
+                    em.store(total, acc, [zero])
+            with em.kblock("conv2d_transpose_store", pixel) as vs:
+                low.emit_result(em, em.load(acc, [em.index(0)]), vs)
+        em.add(memref.DeallocOp.get(acc))
+    em.add(memref.DeallocOp.get(spread))
 
 
 def _padded_copy(
@@ -1343,6 +1643,7 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     _, _, height, width = graph.shape_of(data)
     kh, kw = op.attr("pool_size")
     sh, sw = op.attr("strides")
+    dh, dw = op.attr("dilation")
     padding = op.attr("padding")
     fill = -math.inf if is_max else 0.0
     source, load_source, scratch = _window_source(em, low, data, padding, fill)
@@ -1366,8 +1667,8 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
                     (i_kw, REDUCE),
                 ]
                 with em.kblock(name, bindings) as (vn, vc, voh, vow, vkh, vkw):
-                    y = em.affine([(voh, sh), (vkh, 1)])
-                    x = em.affine([(vow, sw), (vkw, 1)])
+                    y = em.affine([(voh, sh), (vkh, dh)])
+                    x = em.affine([(vow, sw), (vkw, dw)])
                     value = load_source(source, [vn, vc, y, x])
                     acc = em.load(row, [vow])
                     combined = (
@@ -1402,18 +1703,30 @@ def _pool_count(
         return em.const(kh * kw, f32)
     top, left, _, _ = op.attr("padding")
     sh, sw = op.attr("strides")
-    rows = _window_extent(em, oh, sh, top, kh, size[0])
-    cols = _window_extent(em, ow, sw, left, kw, size[1])
+    dh, dw = op.attr("dilation")
+    rows = _window_extent(em, oh, sh, top, kh, size[0], dh)
+    cols = _window_extent(em, ow, sw, left, kw, size[1], dw)
     count = em.add(arith.MuliOp(rows, cols))
     as_int = em.add(arith.IndexCastOp(count, IntegerType(64)))
     return em.add(arith.SIToFPOp(as_int, f32))
 
 
 def _window_extent(
-    em: _Emitter, out: SSAValue, stride: int, pad: int, window: int, size: int
+    em: _Emitter, out: SSAValue, stride: int, pad: int, window: int, size: int,
+    dilation: int = 1,
 ) -> SSAValue:
     """How many of ``window`` elements starting at ``out*stride - pad`` are real."""
     start = em.add(arith.SubiOp(em.mul_index(out, stride), em.index(pad)))
+    if dilation > 1:
+        # Offsets k with 0 <= start + k·d < size: from ⌈max(0, −start)/d⌉ to
+        # min(window, ⌈(size − start)/d⌉) (size − start > 0: the verifier
+        # guarantees a real element in every window).
+        zero = em.index(0)
+        before = _max(em, em.add(arith.SubiOp(zero, start)), zero)
+        first = em.add(arith.DivSIOp(em.add_index(before, dilation - 1), em.index(dilation)))
+        remaining = em.add(arith.SubiOp(em.index(size + dilation - 1), start))
+        last = _min(em, em.add(arith.DivSIOp(remaining, em.index(dilation))), em.index(window))
+        return em.add(arith.SubiOp(last, first))
     end = em.add(arith.AddiOp(start, em.index(window)))
     zero, limit = em.index(0), em.index(size)
     start = em.add(
@@ -1590,7 +1903,15 @@ _GENERATORS: dict[str, Callable[[_Emitter, _Lowering, GraphOp], None]] = {
     **{name: _gen_elementwise for name in _SCALAR_FNS},
     **{name: _gen_remap for name in _REMAP_OPS},
     "graph.concatenate": _gen_concatenate,
+    "graph.slice": _gen_slice,
+    "graph.pad": _gen_pad,
+    "graph.resize2d": _gen_resize2d,
+    "graph.lrn": _gen_lrn,
+    "graph.reduce_sum": _gen_reduce,
+    "graph.reduce_mean": _gen_reduce,
+    "graph.reduce_max": _gen_reduce,
     "graph.conv2d": _gen_conv2d,
+    "graph.conv2d_transpose": _gen_conv2d_transpose,
     "graph.dense": _gen_dense,
     "graph.matmul": _gen_matmul,
     "graph.max_pool2d": _gen_pool2d,

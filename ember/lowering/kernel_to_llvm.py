@@ -193,7 +193,7 @@ _MATH_INTRINSICS: dict[type[Operation], type[Operation]] = {
     xmath.CeilOp: llvm.FCeilOp,
 }
 
-_LIBM_CALLS: dict[type[Operation], str] = {xmath.TanhOp: "tanh"}
+_LIBM_CALLS: dict[type[Operation], str] = {xmath.TanhOp: "tanh", xmath.PowFOp: "pow"}
 """Math ops with no LLVM intrinsic: called from the C library (``tanhf``…)."""
 
 _LIBM_SUFFIX: dict[type[Attribute], str] = {Float32Type: "f", Float64Type: ""}
@@ -830,8 +830,9 @@ class _KernelTranslator:
         if suffix is None:
             raise self._fail(op, f"no C library function for {t}")
         name = _LIBM_CALLS[type(op)] + suffix
-        self.declarations.externals[name] = llvm.LLVMFunctionType([t], t)
-        call = llvm.CallOp(name, self._operand(op.operands[0]), return_type=t)
+        operands = [self._operand(v) for v in op.operands]
+        self.declarations.externals[name] = llvm.LLVMFunctionType([t] * len(operands), t)
+        call = llvm.CallOp(name, *operands, return_type=t)
         self.values[op.results[0]] = self._emit(call)
 
 

@@ -40,7 +40,13 @@ from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp, numpy_dtype
+from ember.dialects.graph import (
+    CallExternOp,
+    CallKernelOp,
+    ConstantOp,
+    argument_name,
+    numpy_dtype,
+)
 from ember.errors import PassError
 from ember.ir import describe_op
 
@@ -213,7 +219,7 @@ class _ProgramTranslator:
 
         # Slots: inputs, outputs, constants, workspace, context.
         for arg in body.args:
-            self.layout.inputs.append(_spec(arg.name_hint or f"arg{arg.index}", arg))
+            self.layout.inputs.append(_spec(argument_name(self.function, arg.index), arg))
         for i, value in enumerate(returned):
             self.layout.outputs.append(_spec(f"output{i}", value))
         constant_ops = [op for op in ops if isinstance(op, ConstantOp)]

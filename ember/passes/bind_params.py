@@ -50,7 +50,7 @@ from xdsl.ir import Attribute, BlockArgument
 from xdsl.passes import ModulePass
 
 from ember import remarks
-from ember.dialects.graph import ConstantOp, numpy_dtype, type_str
+from ember.dialects.graph import ConstantOp, argument_name, numpy_dtype, type_str
 from ember.errors import PassError
 
 __all__ = ["BindParamsPass", "bind_params", "bind_params_in_place", "load_params_file"]
@@ -62,7 +62,9 @@ __all__ = ["BindParamsPass", "bind_params", "bind_params_in_place", "load_params
 
 
 def _argument_name(arg: BlockArgument) -> str:
-    return arg.name_hint or f"arg{arg.index}"
+    func = arg.block.parent_op()
+    assert isinstance(func, FuncOp)  # only entry-function arguments are bound
+    return argument_name(func, arg.index)
 
 
 def _entry_function(module: ModuleOp, entry: str) -> FuncOp:

@@ -184,7 +184,9 @@ def signature_of(ir: ModuleOp, entry: str = "main") -> FunctionSignature:
     in the text (``%data`` → ``"data"``; an unnamed ``%0`` → ``"arg0"``, the
     interpreter's convention)."""
     func = find_function(ir, entry)
-    names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(func.args)]
+    from ember.dialects.graph import argument_name
+
+    names = [argument_name(func, i) for i in range(len(func.args))]
     clashing = sorted({name for name in names if names.count(name) > 1})
     if clashing:
         raise RuntimeFailure(

@@ -115,6 +115,8 @@ _INT_OPS = frozenset(
         "graph.reshape",
         "graph.transpose",
         "graph.concatenate",
+        "graph.slice",
+        "graph.pad",
         "graph.cast",
         "graph.constant",
     }
@@ -668,6 +670,39 @@ def _gen_conv2d(b: _ProgramBuilder) -> None:
     b.add(op, *_symmetric(data.bound * weight.bound * (c // groups) * kh * kw))
 
 
+def _gen_conv2d_transpose(b: _ProgramBuilder) -> None:
+    data = b.primary(
+        "graph.conv2d_transpose",
+        lambda v: v.rank == 4 and v.bound * v.shape[1] * 9 * 2 <= _MAGNITUDE_LIMIT
+        and max(v.shape[2:]) <= 4,
+        st.tuples(st.integers(1, 2), st.integers(1, _MAX_DIM), st.integers(1, 4), st.integers(1, 4)),
+    )
+    _, c, h, w = data.shape
+    groups = b.draw(st.sampled_from([g for g in range(1, c + 1) if c % g == 0]))
+    per_group = b.draw(st.integers(1, max(1, _MAX_DIM // groups)))
+    strides = (b.draw(st.integers(1, 2)), b.draw(st.integers(1, 2)))
+    dilation = (b.draw(st.integers(1, 2)), b.draw(st.integers(1, 2)))
+    kernel = (b.draw(st.integers(1, 3)), b.draw(st.integers(1, 3)))
+    extra = tuple(b.draw(st.integers(0, max(s, d) - 1)) for s, d in zip(strides, dilation))
+    full = [(n - 1) * s + (k - 1) * d + 1 + e for n, s, k, d, e in zip((h, w), strides, kernel, dilation, extra)]
+    padding = [b.draw(st.integers(0, min(2, (f - 1) // 2))) for f in full for _ in range(2)]
+    padding = [padding[0], padding[2], padding[1], padding[3]]
+    weight_shape = (c, per_group, *kernel)
+    weight = b.operand(
+        lambda v: v.shape == weight_shape and v.dtype == data.dtype and v.bound <= 2,
+        lambda: b.secondary(weight_shape, data.dtype),
+    )
+    op = graph.Conv2dTransposeOp.build(
+        [data.ssa, weight.ssa],
+        strides=b.maybe_default(strides, (1, 1)),
+        padding=b.maybe_default(tuple(padding), (0, 0, 0, 0)),
+        dilation=b.maybe_default(dilation, (1, 1)),
+        output_padding=b.maybe_default(extra, (0, 0)),
+        groups=b.maybe_default(groups, 1),
+    )
+    b.add(op, *_symmetric(data.bound * weight.bound * (c // groups) * kernel[0] * kernel[1]))
+
+
 def _gen_dense(b: _ProgramBuilder) -> None:
     data = b.primary(
         "graph.dense",
@@ -815,6 +850,12 @@ _gen_sqrt = _unary(
     positive=True,
 )
 _gen_negative = _unary("graph.negative", lambda v: True, lambda x: (-x.hi, -x.lo))
+_gen_log = _unary(
+    "graph.log",
+    lambda v: v.lo >= 0.25,
+    lambda x: (math.log(x.lo), math.log(x.hi)),
+    positive=True,
+)
 
 
 def _gen_clip(b: _ProgramBuilder) -> None:
@@ -917,10 +958,17 @@ def _gen_pool(name: str) -> Callable[[_ProgramBuilder], None]:
             or _output_size(w, kw, sw, pl + pr, 1) > _MAX_SPATIAL
         ):
             padding = (0, 0, 0, 0)
+        dilation = (1, 1)
+        if padding == (0, 0, 0, 0) and b.draw(st.integers(0, 3)) == 0:
+            # A dilated window that fits the data without padding.
+            dilation = tuple(
+                max(1, min(2, (n - 1) // max(k - 1, 1))) for n, k in ((h, kh), (w, kw))
+            )
         attrs: dict[str, Any] = {
             "pool_size": (kh, kw),
             "strides": b.maybe_default((sh, sw), (1, 1)),
             "padding": b.maybe_default(padding, (0, 0, 0, 0)),
+            "dilation": b.maybe_default(dilation, (1, 1)),
         }
         lo, hi = data.lo, data.hi
         if name == "graph.avg_pool2d":
@@ -1012,6 +1060,93 @@ def _gen_concatenate(b: _ProgramBuilder) -> None:
     b.add(op, min(p.lo for p in parts), max(p.hi for p in parts))
 
 
+def _gen_slice(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.slice", lambda v: v.rank >= 1, _any_shape())
+    begin, end, strides = [], [], []
+    for size in data.shape:
+        stride = b.draw(st.sampled_from([1, 1, 2, -1]))
+        first = b.draw(st.integers(0, size - 1))
+        if stride > 0:
+            last = b.draw(st.integers(first + 1, size))
+        else:
+            last = b.draw(st.integers(-1, first - 1))
+        begin.append(first)
+        end.append(last)
+        strides.append(stride)
+    ones = (1,) * data.rank
+    op = graph.SliceOp.build(
+        [data.ssa], begin=begin, end=end, strides=b.maybe_default(tuple(strides), ones)
+    )
+    b.add(op, data.lo, data.hi)
+
+
+def _gen_pad(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.pad", lambda v: v.rank >= 1, _any_shape())
+    mode = b.draw(st.sampled_from(graph.PAD_MODES))
+    padding = []
+    for _ in range(2):
+        for size in data.shape:
+            limit = size - 1 if mode == "reflect" else 2
+            padding.append(b.draw(st.integers(0, min(2, limit))))
+    lo, hi = data.lo, data.hi
+    attrs: dict[str, Any] = {"padding": padding, "mode": b.maybe_default(mode, "constant")}
+    if mode == "constant":
+        # Quarter steps are exact in every dtype; integers take whole values.
+        value = b.draw(st.integers(-8, 8)) / (4 if data.is_float else 1)
+        attrs["value"] = b.maybe_default(value, 0.0)
+        if any(padding):
+            lo, hi = min(lo, value), max(hi, value)
+    b.add(graph.PadOp.build([data.ssa], **attrs), lo, hi)
+
+
+def _gen_resize2d(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.resize2d", lambda v: v.rank == 4, _nchw())
+    size = (b.draw(st.integers(1, _MAX_SPATIAL)), b.draw(st.integers(1, _MAX_SPATIAL)))
+    method = b.draw(st.sampled_from(graph.RESIZE_METHODS))
+    mode = b.draw(st.sampled_from(graph.RESIZE_COORDINATES))
+    rounding = b.draw(st.sampled_from(graph.RESIZE_ROUNDING))
+    op = graph.Resize2dOp.build(
+        [data.ssa],
+        size=size,
+        method=b.maybe_default(method, "nearest"),
+        coordinate_transformation_mode=b.maybe_default(mode, "half_pixel"),
+        nearest_mode=b.maybe_default(rounding, "round_prefer_floor"),
+    )
+    b.add(op, data.lo, data.hi)  # nearest picks, linear blends convexly
+
+
+def _gen_lrn(b: _ProgramBuilder) -> None:
+    data = b.primary("graph.lrn", lambda v: v.rank >= 2, _any_shape(min_rank=2))
+    size = b.draw(st.integers(1, 5))
+    beta = b.draw(st.sampled_from([0.5, 0.75, 1.0]))
+    op = graph.LrnOp.build(
+        [data.ssa], size=size, alpha=b.maybe_default(1e-4, 1e-4), beta=b.maybe_default(beta, 0.75),
+        bias=b.draw(st.sampled_from([1.0, 2.0])),
+    )
+    # The divisor is at least 1 (bias >= 1, the sum of squares >= 0).
+    b.add(op, min(data.lo, 0.0), max(data.hi, 0.0))
+
+
+def _gen_reduce(name: str) -> Callable[[_ProgramBuilder], None]:
+    def generate(b: _ProgramBuilder) -> None:
+        data = b.primary(name, lambda v: v.rank >= 1, _any_shape())
+        axes = b.draw(
+            st.lists(st.integers(-data.rank, data.rank - 1), min_size=1, max_size=data.rank,
+                     unique_by=lambda a: a % data.rank)
+        )
+        keepdims = b.draw(st.booleans())
+        op = graph.OPS_BY_NAME[name].build(
+            [data.ssa], axes=axes, keepdims=b.maybe_default(keepdims, True)
+        )
+        count = math.prod(data.shape[a % data.rank] for a in axes)
+        lo, hi = data.lo, data.hi
+        if name == "graph.reduce_sum":
+            lo, hi = min(lo * count, lo), max(hi * count, hi)
+        b.add(op, lo, hi)
+
+    return generate
+
+
 def _gen_cast(b: _ProgramBuilder) -> None:
     data = b.primary("graph.cast", lambda v: True, _any_shape(min_rank=0))
     # NaN and inf have no integer value (numpy leaves the cast undefined).
@@ -1031,6 +1166,7 @@ def _gen_constant(b: _ProgramBuilder) -> None:
 
 _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.conv2d": _gen_conv2d,
+    "graph.conv2d_transpose": _gen_conv2d_transpose,
     "graph.dense": _gen_dense,
     "graph.matmul": _gen_matmul,
     "graph.bias_add": _gen_bias_add,
@@ -1040,6 +1176,7 @@ _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.tanh": _gen_tanh,
     "graph.exp": _gen_exp,
     "graph.sqrt": _gen_sqrt,
+    "graph.log": _gen_log,
     "graph.negative": _gen_negative,
     "graph.clip": _gen_clip,
     "graph.add": _gen_add,
@@ -1056,6 +1193,13 @@ _GENERATORS: dict[str, Callable[[_ProgramBuilder], None]] = {
     "graph.reshape": _gen_reshape,
     "graph.transpose": _gen_transpose,
     "graph.concatenate": _gen_concatenate,
+    "graph.slice": _gen_slice,
+    "graph.pad": _gen_pad,
+    "graph.resize2d": _gen_resize2d,
+    "graph.lrn": _gen_lrn,
+    "graph.reduce_sum": _gen_reduce("graph.reduce_sum"),
+    "graph.reduce_mean": _gen_reduce("graph.reduce_mean"),
+    "graph.reduce_max": _gen_reduce("graph.reduce_max"),
     "graph.cast": _gen_cast,
     "graph.constant": _gen_constant,
 }

@@ -19,7 +19,12 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
+from typing import TYPE_CHECKING
+
 from ember.errors import EmberError
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 # --------------------------------------------------------------------------
 # Reporting
@@ -143,3 +148,43 @@ def read_source(path: str) -> tuple[str, str]:
         raise EmberError(
             f"input file '{path}' is not UTF-8 text: {error.reason}"
         ) from None
+
+
+# --------------------------------------------------------------------------
+# Reading a model: IR text or an ONNX file
+# --------------------------------------------------------------------------
+
+
+def is_onnx_path(path: str | None) -> bool:
+    """Whether the tools read ``path`` as an ONNX model (by its extension)."""
+    return path is not None and path.lower().endswith(".onnx")
+
+
+def onnx_module(data: bytes, name: str) -> ModuleOp:
+    """The graph module of ONNX model bytes, its initializers bound as constants.
+
+    The tools take ``model.onnx`` wherever they take ``.mlir``: the weights
+    are in the file, so they are bound (``bind-params``) and ``@main`` takes
+    only the model's real inputs.
+    """
+    from ember.frontends.onnx import from_onnx, parse_model_bytes
+    from ember.passes.bind_params import bind_params
+
+    module, params = from_onnx(parse_model_bytes(data, name))
+    return bind_params(module, params) if params else module
+
+
+def read_module(path: str) -> tuple[ModuleOp, str]:
+    """The verified module in ``path`` (``.mlir`` text, ``.onnx``, ``-`` for
+    stdin) and the name diagnostics use for it."""
+    from ember.ir import parse_source
+
+    if is_onnx_path(path):
+        try:
+            with open(path, "rb") as stream:
+                data = stream.read()
+        except OSError as error:
+            raise EmberError(f"cannot read input file '{path}': {error.strerror}") from None
+        return onnx_module(data, path), path
+    text, name = read_source(path)
+    return parse_source(text, name).module, name

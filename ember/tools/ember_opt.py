@@ -15,7 +15,9 @@ subclass adds is the driver behaviour ember promises its users:
 - with ``--split-input-file`` every chunk is processed, as ``mlir-opt`` does;
   with ``--verify-diagnostics`` diagnostics go to stdout and the exit code is
   0, so lit tests can FileCheck them (xDSL's convention);
-- ``FILE`` may be ``-`` for stdin, and any extension is read as MLIR text;
+- ``FILE`` may be ``-`` for stdin, a ``.onnx`` model (imported with
+  ``ember.from_onnx``, its initializers bound as constants), and any other
+  extension is read as MLIR text;
 - ``--help`` lists ember's passes with one-line descriptions, importing only
   the pass modules (never llvmlite or CUDA).
 """
@@ -39,7 +41,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ember import __version__
 from ember.errors import EmberError, PassError
 from ember.ir import ParseDiagnostic, parse_source, verify_with_locations
-from ember.tools import as_diagnostic, remark_arguments, run_tool
+from ember.tools import as_diagnostic, is_onnx_path, onnx_module, remark_arguments, run_tool
 
 TOOL = "ember-opt"
 
@@ -109,6 +111,13 @@ class EmberOptMain(xDSLOptMain):
         for name, factory in EMBER_DIALECTS.items():
             if name not in known:
                 self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        # parse_chunk reads ONNX itself (it knows the file name for messages).
+        self.available_frontends["onnx"] = lambda stream: onnx_module(
+            stream.read(), self.get_input_name()
+        )
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -188,7 +197,9 @@ class EmberOptMain(xDSLOptMain):
             ) from None
         extension = path.rsplit(".", 1)[-1] if "." in path else ""
         # mlir-opt reads any file as MLIR text; so do we, unless a frontend
-        # is registered for the extension.
+        # is registered for the extension, or it is an ONNX model.
+        if is_onnx_path(path):
+            return stream, "onnx"
         if extension not in self.available_frontends:
             extension = "mlir"
         return stream, extension
@@ -208,6 +219,8 @@ class EmberOptMain(xDSLOptMain):
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
+        if file_extension == "onnx":
+            return onnx_module(chunk.read(), self.get_input_name())
         if file_extension != "mlir":
             return super().parse_chunk(chunk, file_extension, start_offset)
         parsed = parse_source(

@@ -4,6 +4,11 @@ The counterpart of ``mlir-cpu-runner`` and TVM's ``tvmc run``::
 
     ember-run examples/mlp.mlir --random-inputs --seed 0 --output out.npz
     ember-run net.mlir --input data=image.npy --input weight=random
+    ember-run model.onnx --random-inputs --bench 20
+
+An ``.onnx`` file is imported with ``ember.from_onnx`` and its initializers
+are bound as constants, so only the model's real inputs are arguments, named
+as in the model (``--input input.1=x.npy``).
 
 Inputs are named by the entry function's argument names (``%data`` is
 ``data``; an unnamed argument ``%0`` is ``arg0``).  ``NAME=random`` draws a
@@ -42,10 +47,9 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
-from ember.dialects.graph import numpy_dtype, tensor_type, type_str
+from ember.dialects.graph import argument_name, numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
-from ember.ir import parse_source
-from ember.tools import read_source, remark_arguments, run_tool
+from ember.tools import read_module, remark_arguments, run_tool
 
 if TYPE_CHECKING:
     from ember.runtime.graph_executor import BenchmarkResult
@@ -176,7 +180,7 @@ def function_arguments(func: FuncOp) -> list[Argument]:
     for index, (block_arg, arg_type) in enumerate(
         zip(func.args, func.function_type.inputs.data)
     ):
-        name = block_arg.name_hint or f"arg{index}"
+        name = argument_name(func, index)
         arguments.append(Argument(name, _tensor_type(func, name, arg_type), index))
     return arguments
 
@@ -396,8 +400,7 @@ def _main(argv: Sequence[str] | None) -> int:
         raise EmberError(f"--bench needs a positive number of runs, got {args.bench}")
     if _is_exported_pipeline(args.input_file):
         return _run_pipeline(args)
-    text, name = read_source(args.input_file)
-    module = parse_source(text, name).module
+    module, name = read_module(args.input_file)
     if _pipeline_graph(module, args.entry) is not None:
         return _run_pipeline(args)
     func = find_function(module, args.entry, name)

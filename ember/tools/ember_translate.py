@@ -24,8 +24,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.compiler import CompileOptions
-from ember.ir import parse_source
-from ember.tools import read_source, remark_arguments, run_tool
+from ember.tools import read_module, remark_arguments, run_tool
 
 TOOL = "ember-translate"
 
@@ -68,8 +67,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from ember.compiler import lower_to_stage
 
     args = _argument_parser().parse_args(argv)
-    text, name = read_source(args.input_file)
-    module = parse_source(text, name).module
+    module, _ = read_module(args.input_file)
     options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline)
     if args.emit == "dot":
         result = _dot(module, options)
