@@ -13,12 +13,21 @@ the library report the same messages.
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 from collections.abc import Mapping
 from io import StringIO
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import (
+    AnyDenseElement,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    ModuleOp,
+    RankedStructure,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
@@ -28,16 +37,20 @@ from xdsl.utils.exceptions import (
     MultipleSpansParseError,
     ParseError,
 )
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from ember.errors import IRError
 
 
-def parse(text: str, *, name: str = "<string>", verify: bool = True) -> ModuleOp:
-    """Parse MLIR text into a module and verify it.
+def parse(
+    text: str | bytes, *, name: str = "<string>", verify: bool = True
+) -> ModuleOp:
+    """Parse MLIR text (``str``, or UTF-8 ``bytes``) into a module and verify it.
 
     Raises :class:`IRError` with a located diagnostic on malformed or
-    ill-typed IR.
+    ill-typed IR, including text that is not UTF-8, holds a NUL byte or
+    nests deeper than the parser can follow.
     """
     return parse_source(text, name, verify=verify).module
 
@@ -108,6 +121,53 @@ class ParseDiagnostic(IRError):
     """Input text that does not parse (as opposed to IR that does not verify)."""
 
 
+_BOM = "\ufeff"
+
+
+def _position(text: str | bytes, offset: int, line_offset: int = 0) -> str:
+    """``line:col`` (1-based) of ``offset`` in ``text``; bytes count bytes."""
+    newline = b"\n" if isinstance(text, bytes) else "\n"
+    line = text.count(newline, 0, offset) + 1 + line_offset  # type: ignore[arg-type]
+    column = offset - text.rfind(newline, 0, offset)  # type: ignore[arg-type]
+    return f"{line}:{column}"
+
+
+def decode_source(text: str | bytes, name: str, line_offset: int = 0) -> str:
+    """Source text as the parser may see it, or a located :class:`ParseDiagnostic`.
+
+    The one gate for input text (``ember.parse`` and the three tools): bytes
+    must be UTF-8 (the diagnostic names the first bad byte), a leading UTF-8
+    byte-order mark is skipped as ``mlir-opt`` does, and a NUL character is
+    refused (xDSL's lexer would stop at it with a message that prints the
+    NUL itself).  Columns count bytes for bytes input, as ``mlir-opt``'s do.
+    """
+    if isinstance(text, bytes):
+        try:
+            decoded = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            bad = text[error.start : error.start + 1].hex()
+            raise ParseDiagnostic(
+                f"{name}:{_position(text, error.start, line_offset)}: error: "
+                f"invalid UTF-8 byte 0x{bad} ({error.reason}); "
+                "IR files must be UTF-8 text"
+            ) from None
+        nul = text.find(b"\0")
+        if nul >= 0:
+            raise ParseDiagnostic(
+                f"{name}:{_position(text, nul, line_offset)}: error: "
+                "NUL byte in the input; IR files must be text"
+            )
+        text = decoded
+    else:
+        nul = text.find("\0")
+        if nul >= 0:
+            raise ParseDiagnostic(
+                f"{name}:{_position(text, nul, line_offset)}: error: "
+                "NUL character in the input; IR must be text"
+            )
+    return text.removeprefix(_BOM)
+
+
 def format_at(span: Span[Any], message: str, severity: str = "error") -> str:
     """``file:line:col: error: message``, then xDSL's marked source line and message.
 
@@ -115,9 +175,32 @@ def format_at(span: Span[Any], message: str, severity: str = "error") -> str:
     mlir-opt's form); the block under it is exactly what ``xdsl-opt`` prints,
     so FileCheck tests written against xDSL's diagnostics match ours.
     """
-    return f"{span.get_location()}: {severity}: {message}\n" + span.print_with_context(
-        message
-    ).split("\n", 1)[1].rstrip("\n")
+    context = _clipped(span).print_with_context(message)
+    return f"{span.get_location()}: {severity}: {message}\n" + context.split("\n", 1)[
+        1
+    ].rstrip("\n")
+
+
+_CONTEXT_WIDTH = 160
+"""Source lines longer than this are shown as a window around the error."""
+
+
+def _clipped(span: Span[Any]) -> Span[Any]:
+    """``span``, or, on a very long line (minified or generated IR), the same
+    place in a window of the line: a diagnostic stays a few lines long."""
+    source = span.input
+    line_start = source.get_start_of_line(span.start)
+    line_end = source.get_end_of_line(span.start)
+    if line_end - line_start <= _CONTEXT_WIDTH or not isinstance(source.content, str):
+        return span
+    start = max(line_start, span.start - _CONTEXT_WIDTH // 2)
+    end = min(line_end, start + _CONTEXT_WIDTH)
+    prefix = "…" if start > line_start else ""
+    text = prefix + source.content[start:end] + ("…" if end < line_end else "")
+    offset = len(prefix) - start
+    return Span(
+        span.start + offset, min(span.end, end) + offset, Input(text, source.name)
+    )
 
 
 def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
@@ -233,14 +316,30 @@ def parse_source(
         from ember.context import make_context
 
         ctx = make_context()
-    parser = LocatingParser(ctx, text, name, line_offset)
+    source = decode_source(text, name, line_offset)
+    parser: LocatingParser | None = None
     try:
+        # The lexer reads the first token in the constructor: a bad character
+        # there is a ParseError too.
+        parser = LocatingParser(ctx, source, name, line_offset)
         module = parser.parse_module(implicit_module)
+    except RecursionError:
+        # xDSL's parser is recursive descent: each level of nesting (regions,
+        # brackets, types) costs Python frames.  Report where it gave up.
+        where = parser.current_span() if parser is not None else None
+        message = (
+            f"IR nested too deeply to parse (Python's recursion limit, "
+            f"{sys.getrecursionlimit()} frames, was reached here)"
+        )
+        if where is None:
+            raise ParseDiagnostic(f"{name}: error: {message}") from None
+        raise ParseDiagnostic(format_at(where, message)) from None
     except ParseError as error:
         raise ParseDiagnostic(format_parse_error(error, line_offset)) from None
     except DiagnosticException as error:
         # Attribute and type constructors verify their parameters while the
         # parser builds them (e.g. a dense literal of the wrong size).
+        assert parser is not None  # the constructor raises ParseError only
         raise ParseDiagnostic(format_at(parser.current_span(), str(error))) from None
     if verify:
         verify_with_locations(module, parser.op_spans)

@@ -99,7 +99,10 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     try:
         return _NUMPY_DTYPES[element_type]
     except KeyError:
-        raise ValueError(f"unsupported element type {element_type}") from None
+        raise ValueError(
+            f"unsupported element type {element_type}: ember's tensors hold "
+            "f32, f16, i32 or i64"
+        ) from None
 
 
 def element_type(dtype: Any) -> Attribute:

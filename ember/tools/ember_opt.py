@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from io import BytesIO
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
@@ -38,7 +39,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ember import __version__
 from ember.errors import EmberError, PassError
 from ember.ir import ParseDiagnostic, parse_source, verify_with_locations
-from ember.tools import as_diagnostic, run_tool
+from ember.tools import as_diagnostic, read_source, run_tool
 
 TOOL = "ember-opt"
 
@@ -175,19 +176,22 @@ class EmberOptMain(xDSLOptMain):
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         path = self.args.input_file
         if path is None or path == "-":
-            return sys.stdin.buffer, "mlir"
-        try:
-            stream = open(path, "rb")
-        except OSError as error:
-            raise EmberError(
-                f"cannot read input file '{path}': {error.strerror}"
-            ) from None
-        extension = path.rsplit(".", 1)[-1] if "." in path else ""
+            path, extension = "-", "mlir"
+        else:
+            extension = path.rsplit(".", 1)[-1] if "." in path else ""
         # mlir-opt reads any file as MLIR text; so do we, unless a frontend
         # is registered for the extension.
-        if extension not in self.available_frontends:
-            extension = "mlir"
-        return stream, extension
+        if extension in self.available_frontends and extension != "mlir":
+            try:
+                return open(path, "rb"), extension
+            except OSError as error:
+                raise EmberError(
+                    f"cannot read input file '{path}': {error.strerror}"
+                ) from None
+        # Checked as a whole (UTF-8, no NUL, BOM skipped) before
+        # --split-input-file cuts it, so positions are the file's own.
+        text, _ = read_source(path)
+        return BytesIO(text.encode("utf-8")), "mlir"
 
     def get_input_name(self) -> str:
         path = self.args.input_file

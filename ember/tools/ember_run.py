@@ -329,7 +329,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="fill every argument not given with --input with random data",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed for random inputs (default 0)"
+        "--seed", type=int, default=0, help="seed for random inputs, >= 0 (default 0)"
     )
     parser.add_argument(
         "--output", metavar="OUT.npz", help="save the outputs to an .npz file"
@@ -367,6 +367,9 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _argument_parser().parse_args(argv)
     if args.bench is not None and args.bench < 1:
         raise EmberError(f"--bench needs a positive number of runs, got {args.bench}")
+    if args.seed < 0:
+        # numpy's generators take non-negative seeds only.
+        raise EmberError(f"--seed needs a non-negative integer, got {args.seed}")
     if _is_exported_pipeline(args.input_file):
         return _run_pipeline(args)
     text, name = read_source(args.input_file)

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from ember.ir import parse_source
-from ember.tools import read_source, run_tool
+from ember.tools import read_source, run_tool, write_output
 
 TOOL = "ember-translate"
 
@@ -56,8 +56,7 @@ def _main(argv: Sequence[str] | None) -> int:
     options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline)
     result = lower_to_stage(module, args.emit, options=options)
     if args.output:
-        with open(args.output, "w") as out:
-            out.write(result)
+        write_output(args.output, result)
     else:
         sys.stdout.write(result if result.endswith("\n") else result + "\n")
     return 0
