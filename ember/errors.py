@@ -25,3 +25,9 @@ class PassError(EmberError):
 
 class RuntimeFailure(EmberError, RuntimeError):
     """A compiled module or executor was used wrongly or failed to run."""
+
+
+class AllocationError(EmberError, MemoryError):
+    """A value would need more memory than ember's allocation limit allows
+    (:func:`ember.limits.max_alloc_bytes`); the message names the value and
+    its size."""

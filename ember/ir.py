@@ -265,6 +265,64 @@ class LocatingParser(Parser):
         self.op_spans[op] = Span(first.start, end, first.input, self.line_offset)
         return op
 
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        """xDSL's dense parser, except that a splat stays one element.
+
+        xDSL repeats ``dense<1.0>`` once per element of the type, so a tiny
+        file holding ``dense<1.0> : tensor<100000x100000xf32>`` needs 40 GB.
+        MLIR stores a splat as its one value; so does ember: the values are
+        materialised only where they are needed, through
+        :func:`ember.dialects.graph.dense_to_array` and its allocation limit.
+        Everything that is not a splat is xDSL's parser's business.
+        """
+        start = self.pos
+        splat = self._parse_optional_splat(type)
+        if splat is not None:
+            return splat
+        self._resume_from(start)
+        return super().parse_dense_int_or_fp_elements_attr(type)
+
+    def _parse_optional_splat(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr | None:
+        """``dense<v>`` or ``dense<"0xHEX">`` of one element for a type of many
+        (from ``<``); None, with the position somewhere inside, otherwise."""
+        self.parse_punctuation("<", " in dense attribute")
+        if self._current_token.kind in (MLIRTokenKind.L_SQUARE, MLIRTokenKind.GREATER):
+            return None
+        hex_text = self.parse_optional_str_literal()
+        element = None if hex_text is not None else self._parse_tensor_literal_element()
+        if self.parse_optional_punctuation(">") is None:
+            return None
+        if type is None:
+            if self.parse_optional_punctuation(":") is None:
+                return None
+            type = self._parse_dense_literal_type()
+        shape = type.get_shape()
+        if any(d < 0 for d in shape) or math.prod(shape) <= 1:
+            return None
+        element_type = type.get_element_type()
+        if hex_text is not None:
+            try:
+                data = bytes.fromhex(hex_text.removeprefix("0x"))
+            except ValueError:
+                return None
+            size = element_type.compile_time_size
+            if not hex_text.startswith("0x") or len(data) != size:
+                return None
+        else:
+            assert element is not None
+            value = element.to_type(self, element_type)
+            # A rank-0 type holds exactly one element: xDSL packs (and
+            # normalises integers) without repeating it.
+            one = DenseIntOrFPElementsAttr.from_list(
+                TensorType(element_type, []), [value]  # type: ignore[arg-type]
+            )
+            data = one.data.data
+        return DenseIntOrFPElementsAttr(type, BytesAttr(data))
+
     def current_span(self) -> Span[Any]:
         """The span of the token the parser stopped at (for errors without one)."""
         token = self._current_token.span

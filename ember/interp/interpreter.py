@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, OpImplResult
 from xdsl.interpreters.func import FuncFunctions
@@ -37,6 +37,7 @@ from ember.errors import EmberError
 from ember.interp.graph_impls import GraphFunctions
 from ember.interp.reference import InterpretError
 from ember.ir import describe_op
+from ember.limits import check_array
 
 __all__ = [
     "EmberInterpreter",
@@ -112,6 +113,7 @@ class EmberInterpreter(Interpreter):
         if entry is None:
             raise InterpretError(_no_impl_message(op))
         functions, op_impl = entry
+        _check_result_sizes(op)
         for listener in self.listeners:
             listener.will_interpret_op(op, inputs)
         try:
@@ -130,6 +132,23 @@ class EmberInterpreter(Interpreter):
         for listener in self.listeners:
             listener.did_interpret_op(op, result.values)
         return result
+
+
+def _check_result_sizes(op: Operation) -> None:
+    """Each statically shaped result must fit ember's allocation limit
+    (:mod:`ember.limits`) before the op's implementation allocates it."""
+    for index, result in enumerate(op.results):
+        t = result.type
+        if not isinstance(t, TensorType | MemRefType):
+            continue
+        if any(d < 0 for d in t.get_shape()):
+            continue
+        try:
+            dtype = numpy_dtype(t.element_type)
+        except ValueError:
+            continue  # not a type ember allocates (index, i1, …)
+        what = f"result {index} of {op.name} ({type_str(t)})"
+        check_array(t.get_shape(), dtype, what, describe_op(op))
 
 
 def _no_impl_message(op: Operation) -> str:

@@ -35,6 +35,7 @@ from xdsl.ir import Attribute
 from ember.dialects.graph import numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
 from ember.ir import parse_source
+from ember.limits import check_array
 from ember.tools import read_source, run_tool
 
 TOOL = "ember-run"
@@ -206,6 +207,8 @@ def random_array(argument: Argument, seed: int) -> np.ndarray:
     ``seed`` and its position, so one input's values do not depend on which
     others are random.
     """
+    what = f"random input '{argument.name}' ({type_str(argument.type)})"
+    check_array(argument.shape, argument.dtype, what)
     rng = np.random.default_rng([seed, argument.index])
     if argument.dtype.kind == "f":
         return rng.random(argument.shape, dtype=np.float64).astype(argument.dtype)
