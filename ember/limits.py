@@ -55,6 +55,12 @@ def describe_bytes(nbytes: int) -> str:
     return f"{nbytes} bytes"
 
 
+def within_limit(nbytes: int) -> bool:
+    """Whether one value of ``nbytes`` bytes may be allocated (for optional
+    work, such as constant folding, that is skipped rather than failed)."""
+    return nbytes <= max_alloc_bytes()
+
+
 def check_allocation(nbytes: int, what: str, detail: str = "") -> None:
     """Raise :class:`AllocationError` if ``what`` (``nbytes`` bytes) is over
     the limit; ``detail`` (e.g. the op) goes on the lines after the message."""

@@ -154,6 +154,18 @@ def test_running_a_huge_splat_is_an_allocation_error(
     assert "needs 40000000000 bytes (37.3 GiB), more than ember's allocation limit" in err
 
 
+def test_fold_constants_leaves_a_fold_over_the_limit_undone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = HUGE_SPLAT.replace(
+        "  func.return %0",
+        "  %1 = graph.relu %0 : tensor<100000x100000xf32>\n  func.return %1",
+    )
+    code, out, err = run("ember-opt", write(tmp_path, text), capsys, "-p", "fold-constants")
+    assert (code, err) == (0, "")
+    assert "graph.relu" in out and "dense<1.000000e+00>" in out
+
+
 def test_canonicalize_compares_a_splat_without_materialising_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
