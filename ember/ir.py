@@ -394,9 +394,10 @@ def parse_source(
         raise ParseDiagnostic(format_at(where, message)) from None
     except ParseError as error:
         raise ParseDiagnostic(format_parse_error(error, line_offset)) from None
-    except DiagnosticException as error:
+    except (DiagnosticException, ValueError) as error:
         # Attribute and type constructors verify their parameters while the
-        # parser builds them (e.g. a dense literal of the wrong size).
+        # parser builds them (e.g. a dense literal of the wrong size); some
+        # raise ValueError (an integer out of its type's range).
         assert parser is not None  # the constructor raises ParseError only
         raise ParseDiagnostic(format_at(parser.current_span(), str(error))) from None
     if verify:

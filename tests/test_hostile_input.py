@@ -116,6 +116,13 @@ def test_parse_gates_its_input_like_the_tools() -> None:
         ember.parse(WITH_NUL.decode())
     with pytest.raises(IRError, match="nested too deeply"):
         ember.parse(DEEP_REGIONS)
+    # xDSL raises ValueError for an integer out of its type's range.
+    with pytest.raises(IRError, match=r"^<string>:2:\d+: error: Integer value 99999999999 is out"):
+        ember.parse(
+            "func.func @main() -> tensor<2xi32> {\n"
+            "  %0 = graph.constant {value = dense<[99999999999, 1]> : tensor<2xi32>} : tensor<2xi32>\n"
+            "  func.return %0 : tensor<2xi32>\n}\n"
+        )
     # A bad first character is located too (the lexer reads it early).
     with pytest.raises(IRError, match=r"^<string>:1:1: error: Unexpected character"):
         ember.parse("\x01")
