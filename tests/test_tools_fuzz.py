@@ -1,5 +1,7 @@
 """Fuzz the three tools with damaged copies of the example files.
 
+(And of one more program, :data:`MANY_OPS`, with the ops they lack.)
+
 Each example is mutated byte-wise (bytes replaced, deleted, inserted,
 repeated) or token-wise (a number such as a dimension changed, a name or
 punctuation replaced by another of the file, tokens deleted, repeated,
@@ -34,6 +36,32 @@ from ember.tools.ember_run import main as run_main
 from ember.tools.ember_translate import main as translate_main
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.mlir"))
+
+# Besides the examples: constants (list and splat), integers, and the
+# layout and pooling ops the examples do not use.
+MANY_OPS = """\
+func.func @main(%x: tensor<1x4x6x6xf32>, %k: tensor<3xi32>) -> (tensor<1x10xf32>, tensor<4x3xi32>) {
+  %w = graph.constant {value = dense<0.5> : tensor<4x4x3x3xf32>} : tensor<4x4x3x3xf32>
+  %c = graph.conv2d %x, %w {padding = [1, 1, 1, 1]} : (tensor<1x4x6x6xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  %p = graph.max_pool2d %c {pool_size = [2, 2], strides = [2, 2]} : (tensor<1x4x6x6xf32>) -> tensor<1x4x3x3xf32>
+  %f = graph.batch_flatten %p : (tensor<1x4x3x3xf32>) -> tensor<1x36xf32>
+  %d = graph.constant {value = dense<[[1.0, 2.0, 3.0, 4.0]]> : tensor<1x4xf32>} : tensor<1x4xf32>
+  %r = graph.reshape %d : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %j = graph.concatenate %f, %r {axis = 1} : (tensor<1x36xf32>, tensor<1x4xf32>) -> tensor<1x40xf32>
+  %m = graph.reshape %j : (tensor<1x40xf32>) -> tensor<4x10xf32>
+  %t = graph.transpose %m : (tensor<4x10xf32>) -> tensor<10x4xf32>
+  %s = graph.global_avg_pool2d %x : (tensor<1x4x6x6xf32>) -> tensor<1x4x1x1xf32>
+  %g = graph.batch_flatten %s : (tensor<1x4x1x1xf32>) -> tensor<1x4xf32>
+  %o = graph.dense %g, %t : (tensor<1x4xf32>, tensor<10x4xf32>) -> tensor<1x10xf32>
+  %l = graph.clip %o {min = 0.0 : f32, max = 6.0 : f32} : tensor<1x10xf32>
+  %y = graph.softmax %l {axis = -1} : (tensor<1x10xf32>) -> tensor<1x10xf32>
+  %b = graph.constant {value = dense<[[1], [2], [3], [4]]> : tensor<4x1xi32>} : tensor<4x1xi32>
+  %z = graph.subtract %b, %k : (tensor<4x1xi32>, tensor<3xi32>) -> tensor<4x3xi32>
+  func.return %y, %z : tensor<1x10xf32>, tensor<4x3xi32>
+}
+"""
+
+SEEDS = [path.read_bytes() for path in EXAMPLES] + [MANY_OPS.encode()]
 
 TOOLS: list[tuple[Callable[[Sequence[str] | None], int], tuple[str, ...]]] = [
     (opt_main, ()),
@@ -109,7 +137,7 @@ def token_mutation(draw: st.DrawFn, data: bytes) -> bytes:
 
 @st.composite
 def damaged_examples(draw: st.DrawFn) -> bytes:
-    data = draw(st.sampled_from(EXAMPLES)).read_bytes()
+    data = draw(st.sampled_from(SEEDS))
     for _ in range(draw(st.integers(1, 3))):
         mutation = draw(st.sampled_from([token_mutation, token_mutation, byte_mutation]))
         data = draw(mutation(data))
