@@ -20,6 +20,7 @@ floats into integers).
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +38,7 @@ from ember.errors import EmberError
 from ember.interp.graph_impls import GraphFunctions
 from ember.interp.reference import InterpretError
 from ember.ir import describe_op
-from ember.limits import check_array
+from ember.limits import check_allocation, within_limit
 
 __all__ = [
     "EmberInterpreter",
@@ -147,8 +148,10 @@ def _check_result_sizes(op: Operation) -> None:
             dtype = numpy_dtype(t.element_type)
         except ValueError:
             continue  # not a type ember allocates (index, i1, …)
-        what = f"result {index} of {op.name} ({type_str(t)})"
-        check_array(t.get_shape(), dtype, what, describe_op(op))
+        nbytes = math.prod(t.get_shape()) * dtype.itemsize
+        if not within_limit(nbytes):  # the op is printed only when it fails
+            what = f"result {index} of {op.name} ({type_str(t)})"
+            check_allocation(nbytes, what, describe_op(op))
 
 
 def _no_impl_message(op: Operation) -> str:

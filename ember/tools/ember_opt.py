@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from io import BytesIO
 from collections.abc import Callable, Mapping, Sequence
+from io import BytesIO
 from typing import IO, Any
 
 from xdsl.dialects.builtin import ModuleOp
