@@ -135,9 +135,11 @@ def lower_to_stage(
     """The text of ``stage`` for ``module`` (what ``ember-translate`` prints)."""
     if stage not in STAGES:
         raise PassError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
-    from ember.runtime.module import find_function
+    from ember.runtime.module import signature_of
 
-    find_function(module, options.entry)  # an unknown entry fails before any work
+    # An unknown entry, or arguments and results the runtime cannot hold
+    # (f64, i8, bf16, dynamic shapes), fail before any work, as in ember.build.
+    signature_of(module, options.entry)
     graph = to_graph(module, params, options)
     if stage == "graph":
         return str(graph)

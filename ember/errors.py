@@ -36,3 +36,9 @@ class OnnxImportError(EmberError, ValueError):
     """An ONNX model that ember cannot import faithfully: an unsupported
     operator, attribute or data type (named with the node and the opset), a
     dynamic shape left unfixed, or a damaged file."""
+
+
+class AllocationError(EmberError, MemoryError):
+    """A value would need more memory than ember's allocation limit allows
+    (:func:`ember.limits.max_alloc_bytes`); the message names the value and
+    its size."""

@@ -13,12 +13,25 @@ the library report the same messages.
 from __future__ import annotations
 
 import dataclasses
+import math
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from io import StringIO
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (
+    AnyDenseElement,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    RankedStructure,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
@@ -28,16 +41,20 @@ from xdsl.utils.exceptions import (
     MultipleSpansParseError,
     ParseError,
 )
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from ember.errors import IRError
 
 
-def parse(text: str, *, name: str = "<string>", verify: bool = True) -> ModuleOp:
-    """Parse MLIR text into a module and verify it.
+def parse(
+    text: str | bytes, *, name: str = "<string>", verify: bool = True
+) -> ModuleOp:
+    """Parse MLIR text (``str``, or UTF-8 ``bytes``) into a module and verify it.
 
     Raises :class:`IRError` with a located diagnostic on malformed or
-    ill-typed IR.
+    ill-typed IR, including text that is not UTF-8, holds a NUL byte or
+    nests deeper than the parser can follow.
     """
     return parse_source(text, name, verify=verify).module
 
@@ -108,6 +125,53 @@ class ParseDiagnostic(IRError):
     """Input text that does not parse (as opposed to IR that does not verify)."""
 
 
+_BOM = "\ufeff"
+
+
+def _position(text: str | bytes, offset: int, line_offset: int = 0) -> str:
+    """``line:col`` (1-based) of ``offset`` in ``text``; bytes count bytes."""
+    newline = b"\n" if isinstance(text, bytes) else "\n"
+    line = text.count(newline, 0, offset) + 1 + line_offset  # type: ignore[arg-type]
+    column = offset - text.rfind(newline, 0, offset)  # type: ignore[arg-type]
+    return f"{line}:{column}"
+
+
+def decode_source(text: str | bytes, name: str, line_offset: int = 0) -> str:
+    """Source text as the parser may see it, or a located :class:`ParseDiagnostic`.
+
+    The one gate for input text (``ember.parse`` and the three tools): bytes
+    must be UTF-8 (the diagnostic names the first bad byte), a leading UTF-8
+    byte-order mark is skipped as ``mlir-opt`` does, and a NUL character is
+    refused (xDSL's lexer would stop at it with a message that prints the
+    NUL itself).  Columns count bytes for bytes input, as ``mlir-opt``'s do.
+    """
+    if isinstance(text, bytes):
+        try:
+            decoded = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            bad = text[error.start : error.start + 1].hex()
+            raise ParseDiagnostic(
+                f"{name}:{_position(text, error.start, line_offset)}: error: "
+                f"invalid UTF-8 byte 0x{bad} ({error.reason}); "
+                "IR files must be UTF-8 text"
+            ) from None
+        nul = text.find(b"\0")
+        if nul >= 0:
+            raise ParseDiagnostic(
+                f"{name}:{_position(text, nul, line_offset)}: error: "
+                "NUL byte in the input; IR files must be text"
+            )
+        text = decoded
+    else:
+        nul = text.find("\0")
+        if nul >= 0:
+            raise ParseDiagnostic(
+                f"{name}:{_position(text, nul, line_offset)}: error: "
+                "NUL character in the input; IR must be text"
+            )
+    return text.removeprefix(_BOM)
+
+
 def format_at(span: Span[Any], message: str, severity: str = "error") -> str:
     """``file:line:col: error: message``, then the source line with the span marked.
 
@@ -117,8 +181,30 @@ def format_at(span: Span[Any], message: str, severity: str = "error") -> str:
     (xDSL's own layout): it is on the first line already.
     """
     # print_with_context starts with the location on a line of its own.
-    context = span.print_with_context().split("\n", 1)[1].rstrip("\n")
+    context = _clipped(span).print_with_context().split("\n", 1)[1].rstrip("\n")
     return f"{span.get_location()}: {severity}: {message}\n{context}"
+
+
+_CONTEXT_WIDTH = 160
+"""Source lines longer than this are shown as a window around the error."""
+
+
+def _clipped(span: Span[Any]) -> Span[Any]:
+    """``span``, or, on a very long line (minified or generated IR), the same
+    place in a window of the line: a diagnostic stays a few lines long."""
+    source = span.input
+    line_start = source.get_start_of_line(span.start)
+    line_end = source.get_end_of_line(span.start)
+    if line_end - line_start <= _CONTEXT_WIDTH or not isinstance(source.content, str):
+        return span
+    start = max(line_start, span.start - _CONTEXT_WIDTH // 2)
+    end = min(line_end, start + _CONTEXT_WIDTH)
+    prefix = "…" if start > line_start else ""
+    text = prefix + source.content[start:end] + ("…" if end < line_end else "")
+    offset = len(prefix) - start
+    return Span(
+        span.start + offset, min(span.end, end) + offset, Input(text, source.name)
+    )
 
 
 def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
@@ -218,6 +304,64 @@ class LocatingParser(Parser):
             IntAttr(self._line + self.line_offset),
             IntAttr(span.start - line_start + 1),
         )
+
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        """xDSL's dense parser, except that a splat stays one element.
+
+        xDSL repeats ``dense<1.0>`` once per element of the type, so a tiny
+        file holding ``dense<1.0> : tensor<100000x100000xf32>`` needs 40 GB.
+        MLIR stores a splat as its one value; so does ember: the values are
+        materialised only where they are needed, through
+        :func:`ember.dialects.graph.dense_to_array` and its allocation limit.
+        Everything that is not a splat is xDSL's parser's business.
+        """
+        start = self.pos
+        splat = self._parse_optional_splat(type)
+        if splat is not None:
+            return splat
+        self._resume_from(start)
+        return super().parse_dense_int_or_fp_elements_attr(type)
+
+    def _parse_optional_splat(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr | None:
+        """``dense<v>`` or ``dense<"0xHEX">`` of one element for a type of many
+        (from ``<``); None, with the position somewhere inside, otherwise."""
+        self.parse_punctuation("<", " in dense attribute")
+        if self._current_token.kind in (MLIRTokenKind.L_SQUARE, MLIRTokenKind.GREATER):
+            return None
+        hex_text = self.parse_optional_str_literal()
+        element = None if hex_text is not None else self._parse_tensor_literal_element()
+        if self.parse_optional_punctuation(">") is None:
+            return None
+        if type is None:
+            if self.parse_optional_punctuation(":") is None:
+                return None
+            type = self._parse_dense_literal_type()
+        shape = type.get_shape()
+        if any(d < 0 for d in shape) or math.prod(shape) <= 1:
+            return None
+        element_type = type.get_element_type()
+        if hex_text is not None:
+            try:
+                data = bytes.fromhex(hex_text.removeprefix("0x"))
+            except ValueError:
+                return None
+            size = element_type.compile_time_size
+            if not hex_text.startswith("0x") or len(data) != size:
+                return None
+        else:
+            assert element is not None
+            value = element.to_type(self, element_type)
+            # A rank-0 type holds exactly one element: xDSL packs (and
+            # normalises integers) without repeating it.
+            one = DenseIntOrFPElementsAttr.from_list(
+                TensorType(element_type, []), [value]  # type: ignore[arg-type]
+            )
+            data = one.data.data
+        return DenseIntOrFPElementsAttr(type, BytesAttr(data))
 
     def current_span(self) -> Span[Any]:
         """The span of the token the parser stopped at (for errors without one)."""
@@ -337,14 +481,31 @@ def parse_source(
         from ember.context import make_context
 
         ctx = make_context()
-    parser = LocatingParser(ctx, text, name, line_offset)
+    source = decode_source(text, name, line_offset)
+    parser: LocatingParser | None = None
     try:
+        # The lexer reads the first token in the constructor: a bad character
+        # there is a ParseError too.
+        parser = LocatingParser(ctx, source, name, line_offset)
         module = parser.parse_module(implicit_module)
+    except RecursionError:
+        # xDSL's parser is recursive descent: each level of nesting (regions,
+        # brackets, types) costs Python frames.  Report where it gave up.
+        where = parser.current_span() if parser is not None else None
+        message = (
+            f"IR nested too deeply to parse (Python's recursion limit, "
+            f"{sys.getrecursionlimit()} frames, was reached here)"
+        )
+        if where is None:
+            raise ParseDiagnostic(f"{name}: error: {message}") from None
+        raise ParseDiagnostic(format_at(where, message)) from None
     except ParseError as error:
         raise ParseDiagnostic(format_parse_error(error, line_offset)) from None
-    except DiagnosticException as error:
+    except (DiagnosticException, ValueError) as error:
         # Attribute and type constructors verify their parameters while the
-        # parser builds them (e.g. a dense literal of the wrong size).
+        # parser builds them (e.g. a dense literal of the wrong size); some
+        # raise ValueError (an integer out of its type's range).
+        assert parser is not None  # the constructor raises ParseError only
         raise ParseDiagnostic(format_at(parser.current_span(), str(error))) from None
     if verify:
         verify_with_locations(module, parser.op_spans, value_names=parser.value_names)

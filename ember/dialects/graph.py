@@ -99,7 +99,10 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     try:
         return _NUMPY_DTYPES[element_type]
     except KeyError:
-        raise ValueError(f"unsupported element type {element_type}") from None
+        raise ValueError(
+            f"unsupported element type {element_type}: ember's tensors hold "
+            "f32, f16, i32 or i64"
+        ) from None
 
 
 def element_type(dtype: Any) -> Attribute:
@@ -1545,15 +1548,36 @@ class ConstantOp(GraphOp):
 
     @classmethod
     def from_array(cls, array: Any) -> ConstantOp:
-        """A constant holding a numpy array (f32, f16, i32 or i64)."""
+        """A constant holding a numpy array (f32, f16, i32 or i64).
+
+        An array whose elements are all equal is stored as one element, a
+        splat, as MLIR stores ``dense<1.0>``.
+        """
         array = np.ascontiguousarray(array).reshape(np.shape(array))
         t = tensor_type(array.shape, array.dtype)
-        value = DenseIntOrFPElementsAttr(t, _bytes_attr(array.astype(array.dtype.newbyteorder("<")).tobytes()))
+        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
+        value = DenseIntOrFPElementsAttr(t, _bytes_attr(_splat_bytes(data, array)))
         return cls.create(result_types=[t], attributes={"value": value})
 
     def to_array(self) -> np.ndarray:
-        """The value as a numpy array (a fresh, writable copy)."""
-        return dense_to_array(self.attributes["value"])
+        """The value as a numpy array (a fresh, writable copy).
+
+        Checked against ember's allocation limit first: a splat of a huge
+        type is an :class:`~ember.errors.AllocationError` naming this op.
+        """
+        hint = self.output.name_hint
+        func = self.parent_op()
+        where = f" in @{func.sym_name.data}" if isinstance(func, FuncOp) else ""
+        what = f"graph.constant{' %' + hint if hint else ''}{where}"
+        return dense_to_array(self.attributes["value"], what)
+
+
+def _splat_bytes(data: bytes, array: np.ndarray) -> bytes:
+    """``data``, or its first element alone when every element has its bytes."""
+    itemsize = array.dtype.itemsize
+    if array.size <= 1 or data[:itemsize] * array.size != data:
+        return data
+    return data[:itemsize]
 
 
 def _bytes_attr(data: bytes):
@@ -1562,13 +1586,29 @@ def _bytes_attr(data: bytes):
     return BytesAttr(data)
 
 
-def dense_to_array(attr: Attribute) -> np.ndarray:
-    """A dense elements attribute as a numpy array (splats expanded)."""
+def splat_value(attr: DenseIntOrFPElementsAttr) -> np.generic | None:
+    """The one element of a splat stored as one element (``dense<1.0>`` of
+    many), without materialising the others; None for any other attribute."""
+    if math.prod(attr.type.get_shape()) <= 1 or len(attr) != 1:
+        return None
+    dtype = numpy_dtype(attr.type.element_type).newbyteorder("<")
+    return np.frombuffer(attr.data.data, dtype=dtype)[0]
+
+
+def dense_to_array(attr: Attribute, what: str = "a dense constant") -> np.ndarray:
+    """A dense elements attribute as a numpy array (splats expanded).
+
+    The values are materialised only here, after a check against the
+    allocation limit (:func:`ember.limits.check_array`) that names ``what``.
+    """
+    from ember.limits import check_array
+
     assert isinstance(attr, DenseIntOrFPElementsAttr)
     t = attr.type
     dtype = numpy_dtype(t.element_type).newbyteorder("<")
-    flat = np.frombuffer(attr.data.data, dtype=dtype)
     shape = tuple(t.get_shape())
+    check_array(shape, dtype, f"{what} ({type_str(t)})")
+    flat = np.frombuffer(attr.data.data, dtype=dtype)
     if flat.size == 1 and math.prod(shape) != 1:
         return np.full(shape, flat[0], dtype=dtype.newbyteorder("="))
     return flat.reshape(shape).astype(dtype.newbyteorder("="), copy=True)

@@ -20,12 +20,13 @@ floats into integers).
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.dialects.func import CallOp, FuncOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, OpImplResult
 from xdsl.interpreters.func import FuncFunctions
@@ -37,6 +38,7 @@ from ember.errors import EmberError
 from ember.interp.graph_impls import GraphFunctions
 from ember.interp.reference import InterpretError
 from ember.ir import describe_op
+from ember.limits import check_allocation, within_limit
 
 __all__ = [
     "EmberInterpreter",
@@ -112,6 +114,7 @@ class EmberInterpreter(Interpreter):
         if entry is None:
             raise InterpretError(_no_impl_message(op))
         functions, op_impl = entry
+        _check_result_sizes(op)
         for listener in self.listeners:
             listener.will_interpret_op(op, inputs)
         try:
@@ -130,6 +133,25 @@ class EmberInterpreter(Interpreter):
         for listener in self.listeners:
             listener.did_interpret_op(op, result.values)
         return result
+
+
+def _check_result_sizes(op: Operation) -> None:
+    """Each statically shaped result must fit ember's allocation limit
+    (:mod:`ember.limits`) before the op's implementation allocates it."""
+    for index, result in enumerate(op.results):
+        t = result.type
+        if not isinstance(t, TensorType | MemRefType):
+            continue
+        if any(d < 0 for d in t.get_shape()):
+            continue
+        try:
+            dtype = numpy_dtype(t.element_type)
+        except ValueError:
+            continue  # not a type ember allocates (index, i1, …)
+        nbytes = math.prod(t.get_shape()) * dtype.itemsize
+        if not within_limit(nbytes):  # the op is printed only when it fails
+            what = f"result {index} of {op.name} ({type_str(t)})"
+            check_allocation(nbytes, what, describe_op(op))
 
 
 def _no_impl_message(op: Operation) -> str:

@@ -25,11 +25,12 @@ dense weights), and MLIR's constant folding through op folders.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -47,9 +48,11 @@ from ember.dialects.graph import (
     DenseOp,
     GraphOp,
     MultiplyOp,
+    numpy_dtype,
     shape_of,
 )
 from ember.interp.reference import evaluate
+from ember.limits import within_limit
 
 __all__ = [
     "EvaluateConstantOp",
@@ -65,6 +68,14 @@ def constant_array(value: SSAValue) -> np.ndarray | None:
     """The value of ``value`` if a ``graph.constant`` defines it, else None."""
     owner = value.owner
     return owner.to_array() if isinstance(owner, ConstantOp) else None
+
+
+def _materialisable(value: SSAValue) -> bool:
+    """Whether ``value``'s array fits ember's allocation limit (:mod:`ember.limits`)."""
+    t = value.type
+    assert isinstance(t, TensorType)  # graph ops are verified
+    itemsize = numpy_dtype(t.element_type).itemsize
+    return within_limit(math.prod(t.get_shape()) * itemsize)
 
 
 def erase_unused_constants(rewriter: PatternRewriter, values: list[SSAValue]) -> None:
@@ -88,6 +99,8 @@ class EvaluateConstantOp(RewritePattern):
             return
         if not all(isinstance(v.owner, ConstantOp) for v in op.operands):
             return
+        if not all(_materialisable(v) for v in (*op.operands, *op.results)):
+            return  # folding is optional: a huge splat stays a splat
         inputs = [constant_array(v) for v in op.operands]
         value = evaluate(op, [a for a in inputs if a is not None])
         operands = list(op.operands)

@@ -16,8 +16,9 @@ in the function body, counting occurrences of each op name separately.  When
 after the first and the third relu); otherwise ``ops`` and ``indices`` must
 have the same length.  Cuts may be listed in any order; the stages follow
 program order.  An op name without a dialect prefix means the ``graph`` op
-(``relu`` is ``graph.relu``); xDSL's pipeline syntax needs quotes around a
-dotted name (``ops="graph.relu"``).  ``N`` cuts give ``N + 1`` stages.
+(``relu`` is ``graph.relu``); dotted names need no quotes, as in
+``mlir-opt`` (``ops=graph.relu,graph.add``).  ``N`` cuts give ``N + 1``
+stages.
 
 These are errors, reported before anything changes: no cut, a length
 mismatch, an op the function does not contain, an index out of range, two

@@ -164,7 +164,11 @@ class LLVMModule(Module):
         self._jit = jit  # owns the machine code: keep it alive with the module
         self._layout = layout
         self._constants = [_aligned_copy(c) for c in constants]
-        self._workspace = empty_aligned((max(layout.workspace_bytes, 1),), np.uint8)
+        self._workspace = empty_aligned(
+            (max(layout.workspace_bytes, 1),),
+            np.uint8,
+            what=f"the workspace of @{layout.function} (its intermediate tensors)",
+        )
         self._frame = (ctypes.c_void_p * layout.frame_size)()
         first_constant = len(layout.inputs) + len(layout.outputs)
         for i, constant in enumerate(self._constants):

@@ -43,16 +43,25 @@ _SUPPORTED_DTYPES = (
 
 
 def empty_aligned(
-    shape: Sequence[int], dtype: Any = "float32", alignment: int = ALIGNMENT
+    shape: Sequence[int],
+    dtype: Any = "float32",
+    alignment: int = ALIGNMENT,
+    *,
+    what: str = "a runtime buffer",
 ) -> np.ndarray:
     """An uninitialised C-contiguous numpy array whose data is ``alignment``-aligned.
 
     Allocates ``alignment`` spare bytes and slices at the first aligned
     offset; the returned array keeps the raw buffer alive through ``.base``.
+    A size over ember's allocation limit is an
+    :class:`~ember.errors.AllocationError` naming ``what``.
     """
+    from ember.limits import check_allocation
+
     dtype = np.dtype(dtype)
     shape = tuple(int(d) for d in shape)
     nbytes = math.prod(shape) * dtype.itemsize
+    check_allocation(nbytes, f"{what} ({dtype.name}{list(shape)})")
     if nbytes == 0:
         return np.empty(shape, dtype)  # no data, nothing to align (see is_aligned)
     raw = np.empty(nbytes + alignment, dtype=np.uint8)

@@ -117,7 +117,9 @@ def run_tool(
 
     The remark flags (:func:`remark_arguments`) are taken out of ``argv``
     here, for every tool alike.  A closed stdout (``ember-opt big.mlir |
-    head``) ends the tool quietly, as Unix filters do.
+    head``) ends the tool quietly, as Unix filters do.  Running out of memory
+    or stack is the input's doing too (a huge tensor, IR nested thousands
+    deep) wherever ember did not foresee it: a diagnostic, not a traceback.
     """
     try:
         arguments = sys.argv[1:] if argv is None else list(argv)
@@ -126,6 +128,18 @@ def run_tool(
             return body(rest)
     except EmberError as error:
         report_error(tool, str(error))
+        return 1
+    except MemoryError:
+        report_error(
+            tool,
+            "out of memory: the input needs more memory than this machine has "
+            "(EMBER_MAX_ALLOC_BYTES limits the size of one value)",
+        )
+        return 1
+    except RecursionError:
+        report_error(
+            tool, "the input is nested too deeply (Python's recursion limit was reached)"
+        )
         return 1
     except BrokenPipeError:
         # Python would print a second error while flushing the closed pipe at
@@ -136,17 +150,35 @@ def run_tool(
 
 
 def read_source(path: str) -> tuple[str, str]:
-    """The text of ``path`` (``-``: stdin) and the name diagnostics use for it."""
+    """The text of ``path`` (``-``: stdin) and the name diagnostics use for it.
+
+    The one way the tools read IR: the bytes go through
+    :func:`ember.ir.decode_source`, so a file that is not UTF-8 or holds a
+    NUL byte is a located diagnostic, and a byte-order mark is skipped.
+    """
+    from ember.ir import decode_source
+
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        # Bytes where the platform gives them (a real stdin), text otherwise.
+        stdin = getattr(sys.stdin, "buffer", sys.stdin)
+        return decode_source(stdin.read(), "<stdin>"), "<stdin>"
     try:
-        with open(path, encoding="utf-8") as stream:
-            return stream.read(), path
+        with open(path, "rb") as stream:
+            data = stream.read()
     except OSError as error:
         raise EmberError(f"cannot read input file '{path}': {error.strerror}") from None
-    except UnicodeDecodeError as error:
+    return decode_source(data, path), path
+
+
+def write_output(path: str, text: str) -> None:
+    """Write ``text`` to file ``path``; a path that cannot be written (a
+    missing directory, no permission, a directory) is an :class:`EmberError`."""
+    try:
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+    except OSError as error:
         raise EmberError(
-            f"input file '{path}' is not UTF-8 text: {error.reason}"
+            f"cannot write output file '{path}': {error.strerror or error}"
         ) from None
 
 

@@ -28,6 +28,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from io import BytesIO
 from typing import IO, Any
 
 from xdsl.dialects.builtin import ModuleOp
@@ -41,7 +42,14 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from ember import __version__
 from ember.errors import EmberError, PassError
 from ember.ir import ParseDiagnostic, parse_source, verify_with_locations
-from ember.tools import as_diagnostic, is_onnx_path, onnx_module, remark_arguments, run_tool
+from ember.tools import (
+    as_diagnostic,
+    is_onnx_path,
+    onnx_module,
+    read_source,
+    remark_arguments,
+    run_tool,
+)
 
 TOOL = "ember-opt"
 
@@ -188,21 +196,23 @@ class EmberOptMain(xDSLOptMain):
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         path = self.args.input_file
         if path is None or path == "-":
-            return sys.stdin.buffer, "mlir"
-        try:
-            stream = open(path, "rb")
-        except OSError as error:
-            raise EmberError(
-                f"cannot read input file '{path}': {error.strerror}"
-            ) from None
-        extension = path.rsplit(".", 1)[-1] if "." in path else ""
+            path, extension = "-", "mlir"
+        else:
+            extension = path.rsplit(".", 1)[-1] if "." in path else ""
         # mlir-opt reads any file as MLIR text; so do we, unless a frontend
         # is registered for the extension, or it is an ONNX model.
-        if is_onnx_path(path):
-            return stream, "onnx"
-        if extension not in self.available_frontends:
-            extension = "mlir"
-        return stream, extension
+        onnx = path != "-" and is_onnx_path(path)
+        if onnx or (extension in self.available_frontends and extension != "mlir"):
+            try:
+                return open(path, "rb"), "onnx" if onnx else extension
+            except OSError as error:
+                raise EmberError(
+                    f"cannot read input file '{path}': {error.strerror}"
+                ) from None
+        # Checked as a whole (UTF-8, no NUL, BOM skipped) before
+        # --split-input-file cuts it, so positions are the file's own.
+        text, _ = read_source(path)
+        return BytesIO(text.encode("utf-8")), "mlir"
 
     def get_input_name(self) -> str:
         path = self.args.input_file

@@ -49,6 +49,7 @@ from xdsl.ir import Attribute
 
 from ember.dialects.graph import argument_name, numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
+from ember.limits import check_array
 from ember.tools import read_module, remark_arguments, run_tool
 
 if TYPE_CHECKING:
@@ -233,6 +234,8 @@ def random_array(argument: Argument, seed: int) -> np.ndarray:
     with the same signature."""
     from ember.runtime.random_inputs import random_input
 
+    what = f"random input '{argument.name}' ({type_str(argument.type)})"
+    check_array(argument.shape, argument.dtype, what)
     return random_input(argument.shape, argument.dtype, seed, argument.index)
 
 
@@ -354,7 +357,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="fill every argument not given with --input with random data",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed for random inputs (default 0)"
+        "--seed", type=int, default=0, help="seed for random inputs, >= 0 (default 0)"
     )
     parser.add_argument(
         "--output", metavar="OUT.npz", help="save the outputs to an .npz file"
@@ -398,6 +401,9 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _argument_parser().parse_args(argv)
     if args.bench is not None and args.bench < 1:
         raise EmberError(f"--bench needs a positive number of runs, got {args.bench}")
+    if args.seed < 0:
+        # numpy's generators take non-negative seeds only.
+        raise EmberError(f"--seed needs a non-negative integer, got {args.seed}")
     if _is_exported_pipeline(args.input_file):
         return _run_pipeline(args)
     module, name = read_module(args.input_file)

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.compiler import CompileOptions
-from ember.tools import read_module, remark_arguments, run_tool
+from ember.tools import read_module, remark_arguments, run_tool, write_output
 
 TOOL = "ember-translate"
 
@@ -76,8 +76,7 @@ def _main(argv: Sequence[str] | None) -> int:
     else:
         result = lower_to_stage(module, args.emit, options=options)
     if args.output:
-        with open(args.output, "w") as out:
-            out.write(result)
+        write_output(args.output, result)
     else:
         sys.stdout.write(result if result.endswith("\n") else result + "\n")
     return 0

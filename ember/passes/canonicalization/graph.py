@@ -44,6 +44,7 @@ from ember.dialects.graph import (
     ReshapeOp,
     SubtractOp,
     TransposeOp,
+    splat_value,
 )
 
 # --------------------------------------------------------------------------
@@ -56,6 +57,9 @@ def _is_constant_filled_with(value: SSAValue, scalar: float) -> bool:
     owner = value.owner
     if not isinstance(owner, ConstantOp):
         return False
+    splat = splat_value(owner.attributes["value"])
+    if splat is not None:  # a huge splat is never materialised to be compared
+        return bool(splat == scalar)
     return bool(np.all(owner.to_array() == scalar))
 
 

@@ -1,5 +1,6 @@
 // RUN: ember-opt %s --split-input-file -p 'split-graph{ops=relu indices=0}' | filecheck %s
 // RUN: ember-opt %s --split-input-file --verify-diagnostics -p 'split-graph{ops="graph.relu","graph.add" indices=0,0 target=interp}' | filecheck %s --check-prefix=TWO
+// RUN: ember-opt %s --split-input-file --verify-diagnostics -p 'split-graph{ops=graph.relu,graph.add indices=0,0 target=interp}' | filecheck %s --check-prefix=TWO
 // RUN: ember-opt %s --split-input-file --verify-diagnostics -p 'split-graph{ops=relu indices=5}' | filecheck %s --check-prefix=RANGE
 // RUN: ember-opt %s --split-input-file --verify-diagnostics -p 'split-graph{ops=sigmoid indices=0}' | filecheck %s --check-prefix=MISSING
 // RUN: ember-opt %s --split-input-file --verify-diagnostics -p 'split-graph{ops=relu,add indices=0}' | filecheck %s --check-prefix=LENGTHS
