@@ -36,7 +36,20 @@ pytest.importorskip(
     "onnxruntime", reason="the differential test needs onnxruntime (pip install -e .[test])"
 )
 
-NOT_EXPORTABLE = ("graph.transpose", "graph.cast")
+NOT_EXPORTABLE = (
+    "graph.transpose",
+    "graph.cast",
+    # The ops the ONNX importer brought: tests/test_onnx.py compares each
+    # with onnxruntime through single-operator models per opset instead.
+    "graph.conv2d_transpose",
+    "graph.lrn",
+    "graph.pad",
+    "graph.reduce_max",
+    "graph.reduce_mean",
+    "graph.reduce_sum",
+    "graph.resize2d",
+    "graph.slice",
+)
 """Graph ops the ONNX exporter has no translation for."""
 
 NAN_DROPPED_BY_ONNXRUNTIME = ("graph.max_pool2d",)

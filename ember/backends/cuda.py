@@ -603,32 +603,30 @@ def _compile(source: str, options: list[str]):  # type: ignore[no-untyped-def]
     return nvrtc, program
 
 
+def _compiled(code: str, architecture: str, what: str) -> bytes:
+    """NVRTC's ``what`` (``PTX`` or ``CUBIN``) for ``code``."""
+    nvrtc, program = _compile(code, [f"--gpu-architecture={architecture}", *_OPTIONS])
+    try:
+        _, size = getattr(nvrtc, f"nvrtcGet{what}Size")(program)
+        output = b" " * size
+        _check(nvrtc, getattr(nvrtc, f"nvrtcGet{what}")(program, output)[0], f"get {what}")
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return bytes(output)
+
+
 def compile_ptx(source: CudaSource | str, arch: str | None = None) -> str:
     """PTX of ``source`` for ``compute_XY`` of ``arch`` (portable: a driver
     JIT-compiles it for newer GPUs)."""
     code = source.code if isinstance(source, CudaSource) else source
     number = parse_arch(arch).removeprefix("sm_")
-    nvrtc, program = _compile(code, [f"--gpu-architecture=compute_{number}", *_OPTIONS])
-    try:
-        _, size = nvrtc.nvrtcGetPTXSize(program)
-        ptx = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetPTX(program, ptx)[0], "get PTX")
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
-    return ptx.rstrip(b"\x00").decode()
+    return _compiled(code, f"compute_{number}", "PTX").rstrip(b"\x00").decode()
 
 
 def compile_cubin(source: CudaSource | str, arch: str | None = None) -> bytes:
     """CUBIN of ``source`` for the real architecture ``arch`` (``sm_90``)."""
     code = source.code if isinstance(source, CudaSource) else source
-    nvrtc, program = _compile(code, [f"--gpu-architecture={parse_arch(arch)}", *_OPTIONS])
-    try:
-        _, size = nvrtc.nvrtcGetCUBINSize(program)
-        cubin = b" " * size
-        _check(nvrtc, nvrtc.nvrtcGetCUBIN(program, cubin)[0], "get CUBIN")
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
-    return bytes(cubin)
+    return _compiled(code, parse_arch(arch), "CUBIN")
 
 
 def ptxas_check(ptx: str, arch: str | None = None) -> None:

@@ -277,6 +277,7 @@ _TRANSLATIONS: dict[str, Translation] = {
     "graph.tanh": _simple("Tanh"),
     "graph.exp": _simple("Exp"),
     "graph.sqrt": _simple("Sqrt"),
+    "graph.log": _simple("Log"),
     "graph.negative": _simple("Neg"),
     "graph.add": _simple("Add"),
     "graph.subtract": _simple("Sub"),
