@@ -92,6 +92,7 @@ from xdsl.utils.exceptions import VerifyException
 from ember.dialects.graph import tensor_type
 from ember.dialects.kernel import BlockOp, ForOp, InitOp, mark_kernel
 from ember.errors import EmberError, IRError
+from ember.remarks import file_location
 
 __all__ = [
     "Buffer",
@@ -119,6 +120,16 @@ __all__ = [
 class ScriptError(IRError):
     """A construct in an ember-script function that cannot become IR; the
     message points at the source line."""
+
+
+def _located(
+    file: str, line: int, column: int, message: str, text: str | None = None
+) -> ScriptError:
+    """``file:line:col: error: message``, the source line and a caret under
+    ``column`` (1-based); ``text`` is the line when linecache cannot read it."""
+    if text is None:
+        text = linecache.getline(file, line).rstrip("\n")
+    return ScriptError(f"{file}:{line}:{column}: error: {message}\n{text}\n{' ' * (column - 1)}^")
 
 
 # --------------------------------------------------------------------------
@@ -302,14 +313,7 @@ class _Source:
         text = linecache.getline(self.filename, file_line).rstrip("\n") or (
             self.lines[line - 1].rstrip("\n") if line - 1 < len(self.lines) else ""
         )
-        return ScriptError(
-            f"{self.filename}:{file_line}:{col + 1}: error: {message}\n{text}\n{' ' * col}^"
-        )
-
-
-@dataclass
-class _Scalar:
-    value: SSAValue
+        return _located(self.filename, file_line, col + 1, message, text)
 
 
 class _KernelParser:
@@ -907,7 +911,8 @@ class GraphFunction:
             raise
         except EmberError as error:
             raise _traced_error(self.fn, str(error)) from None
-        func.location = _file_location(self.fn.__code__.co_filename, self.fn.__code__.co_firstlineno, 1)
+        code = self.fn.__code__
+        func.location = file_location(code.co_filename, code.co_firstlineno, 1)
         return func
 
 
@@ -952,8 +957,7 @@ def _traced_error(fn: Callable[..., Any], message: str) -> ScriptError:
         tb = tb.tb_next
     filename = fn.__code__.co_filename
     text = linecache.getline(filename, line).rstrip("\n")
-    col = len(text) - len(text.lstrip())
-    return ScriptError(f"{filename}:{line}:{col + 1}: error: {message}\n{text}\n{' ' * col}^")
+    return _located(filename, line, len(text) - len(text.lstrip()) + 1, message, text)
 
 
 def call_kernel(kernel: Any, args: Sequence[Any], out: Tensor | Sequence[Tensor]) -> Any:
@@ -962,22 +966,14 @@ def call_kernel(kernel: Any, args: Sequence[Any], out: Tensor | Sequence[Tensor]
     from ember.frontends import builder
 
     name = kernel.name if isinstance(kernel, Kernel) else kernel
-    return builder.call_kernel(name, args, _out_type(out))
+    return builder.call_kernel(name, args, out)
 
 
 def call_extern(name: str, args: Sequence[Any], out: Tensor | Sequence[Tensor]) -> Any:
     """``R.call_dps_packed``: call a registered packed function by name."""
     from ember.frontends import builder
 
-    return builder.call_extern(name, args, _out_type(out))
-
-
-def _out_type(out: Any) -> TensorType:
-    if isinstance(out, Tensor):
-        return out.type
-    if isinstance(out, TensorType):
-        return out
-    raise IRError(f"out= must be a T.Tensor((shape), dtype), got {out!r}")
+    return builder.call_extern(name, args, out)
 
 
 def module(cls: type) -> ModuleOp:
@@ -1017,12 +1013,6 @@ def module(cls: type) -> ModuleOp:
 ir_module = module
 
 
-def _file_location(file: str, line: int, column: int) -> Attribute:
-    from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
-
-    return FileLineColLoc(StringAttr(file), IntAttr(line), IntAttr(column))
-
-
 def _verify_at_source(module: ModuleOp) -> None:
     """Verify each op of the traced graph functions; a failure is reported
     at the Python line that built the op."""
@@ -1034,10 +1024,8 @@ def _verify_at_source(module: ModuleOp) -> None:
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as error:
-            file, line = op.location.filename.data, op.location.line.data
-            column = op.location.column.data
-            text = linecache.getline(file, line).rstrip("\n")
+            loc = op.location
             message = str(error).removeprefix("Operation does not verify: ")
-            raise ScriptError(
-                f"{file}:{line}:{column}: error: {message}\n{text}\n{' ' * (column - 1)}^"
+            raise _located(
+                loc.filename.data, loc.line.data, loc.column.data, message
             ) from None

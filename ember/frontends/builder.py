@@ -146,9 +146,12 @@ class Expr:
     # an ``add``, not an object array of per-element expressions.
     __array_ufunc__ = None
 
+    _type: TensorType
+    """Set by every expression when it is built (a var: once inferred)."""
+
     @property
     def type(self) -> TensorType:
-        raise NotImplementedError
+        return self._type
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -230,10 +233,6 @@ class Constant(Expr):
         self._type = graph.tensor_type(value.shape, value.dtype)
         self.location = _source_location()
 
-    @property
-    def type(self) -> TensorType:
-        return self._type
-
     def __repr__(self) -> str:
         return f"const({graph.type_str(self._type)})"
 
@@ -258,10 +257,6 @@ class Call(Expr):
         self._type = result_type
         self.location = _source_location()
 
-    @property
-    def type(self) -> TensorType:
-        return self._type
-
     def __repr__(self) -> str:
         return f"{self.op.name}(…) : {graph.type_str(self._type)}"
 
@@ -277,10 +272,6 @@ class CallOut(Expr):
         self.args = tuple(args)
         self._type = result_type
         self.location = _source_location()
-
-    @property
-    def type(self) -> TensorType:
-        return self._type
 
     def __repr__(self) -> str:
         return f"{self.op} {self.callee}(…) : {graph.type_str(self._type)}"
