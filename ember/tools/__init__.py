@@ -162,12 +162,17 @@ def read_source(path: str) -> tuple[str, str]:
         # Bytes where the platform gives them (a real stdin), text otherwise.
         stdin = getattr(sys.stdin, "buffer", sys.stdin)
         return decode_source(stdin.read(), "<stdin>"), "<stdin>"
+    return decode_source(read_bytes(path), path), path
+
+
+def read_bytes(path: str) -> bytes:
+    """The contents of input file ``path``; one that cannot be read is an
+    :class:`EmberError` naming it."""
     try:
         with open(path, "rb") as stream:
-            data = stream.read()
+            return stream.read()
     except OSError as error:
         raise EmberError(f"cannot read input file '{path}': {error.strerror}") from None
-    return decode_source(data, path), path
 
 
 def write_output(path: str, text: str) -> None:
@@ -212,11 +217,6 @@ def read_module(path: str) -> tuple[ModuleOp, str]:
     from ember.ir import parse_source
 
     if is_onnx_path(path):
-        try:
-            with open(path, "rb") as stream:
-                data = stream.read()
-        except OSError as error:
-            raise EmberError(f"cannot read input file '{path}': {error.strerror}") from None
-        return onnx_module(data, path), path
+        return onnx_module(read_bytes(path), path), path
     text, name = read_source(path)
     return parse_source(text, name).module, name

@@ -46,6 +46,7 @@ from ember.tools import (
     as_diagnostic,
     is_onnx_path,
     onnx_module,
+    read_bytes,
     read_source,
     remark_arguments,
     run_tool,
@@ -203,12 +204,7 @@ class EmberOptMain(xDSLOptMain):
         # is registered for the extension, or it is an ONNX model.
         onnx = path != "-" and is_onnx_path(path)
         if onnx or (extension in self.available_frontends and extension != "mlir"):
-            try:
-                return open(path, "rb"), "onnx" if onnx else extension
-            except OSError as error:
-                raise EmberError(
-                    f"cannot read input file '{path}': {error.strerror}"
-                ) from None
+            return BytesIO(read_bytes(path)), "onnx" if onnx else extension
         # Checked as a whole (UTF-8, no NUL, BOM skipped) before
         # --split-input-file cuts it, so positions are the file's own.
         text, _ = read_source(path)
