@@ -82,28 +82,32 @@ def _main(argv: Sequence[str] | None) -> int:
     return 0
 
 
+def _graph_stage(module: ModuleOp, options: CompileOptions) -> ModuleOp:
+    """The ``graph`` stage (an unknown entry fails before any work)."""
+    from ember.compiler import to_graph
+    from ember.runtime.module import find_function
+
+    find_function(module, options.entry)
+    return to_graph(module, None, options)
+
+
 def _cuda(module: ModuleOp, options: CompileOptions, emit: str, arch: str | None) -> str:
     """The kernel stage bound to the GPU, as CUDA C or PTX."""
     from ember.backends.cuda import compile_ptx, kernels_to_cuda, parse_arch
-    from ember.compiler import to_graph, to_kernel
-    from ember.runtime.module import find_function
+    from ember.compiler import to_kernel
 
     arch = parse_arch(arch)  # a bad --arch fails before any work
-    find_function(module, options.entry)
-    source = kernels_to_cuda(to_kernel(to_graph(module, None, options)))
+    source = kernels_to_cuda(to_kernel(_graph_stage(module, options)))
     return source.code if emit == "cuda" else compile_ptx(source, arch)
 
 
 def _dot(module: ModuleOp, options: CompileOptions) -> str:
     """The graph stage as DOT; a pipeline file is drawn as written."""
-    from ember.compiler import to_graph
-    from ember.runtime.module import find_function
     from ember.visualize import to_dot
 
     if any(op.name == "pipeline.graph" for op in module.ops):
         return to_dot(module)
-    find_function(module, options.entry)
-    return to_dot(to_graph(module, None, options))
+    return to_dot(_graph_stage(module, options))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
