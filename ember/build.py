@@ -35,7 +35,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import RuntimeFailure
-from ember.ir import as_module
+from ember.ir import as_module, to_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,6 +73,7 @@ def build(
     options: Mapping[str, Any] | None = None,
     fast_math: bool = False,
     remarks: bool = False,
+    cache: bool = True,
 ) -> Module:
     """Compile function ``entry`` of ``module`` for ``target``.
 
@@ -93,6 +94,9 @@ def build(
     docs/graph-dialect.md); on, results for such values are unspecified.
     ``remarks``: collect the optimization remarks of every pass the build
     runs into ``lib.remarks`` (:mod:`ember.remarks`; empty otherwise).
+    ``cache``: look the build up in (and store it into) the on-disk
+    compilation cache (:mod:`ember.runtime.cache`; ``llvm`` target; also
+    off with ``EMBER_CACHE=0``).  A build with ``remarks`` is never cached.
 
     The caller's ``module`` is not modified.
     """
@@ -101,10 +105,17 @@ def build(
 
         with collect() as records:
             lib = build(
-                module, target, params, entry=entry, options=options, fast_math=fast_math
+                module,
+                target,
+                params,
+                entry=entry,
+                options=options,
+                fast_math=fast_math,
+                cache=False,
             )
         lib.remarks = tuple(records)
         return lib
+    from ember.runtime import cache as build_cache
     from ember.runtime.module import backend_for, signature_of
 
     ir = as_module(module, "ember.build", RuntimeFailure)
@@ -114,9 +125,6 @@ def build(
     signature = signature_of(ir, entry)
     bound = _bind_params(signature, params)
     sites = _extern_sites(ir)
-    if libs:
-        ir, bound = _offload(ir, entry, bound, libs), {}
-        signature = signature_of(ir, entry)
     if not isinstance(fast_math, bool):
         raise RuntimeFailure(f"fast_math must be True or False, got {fast_math!r}")
     if fast_math:
@@ -125,9 +133,26 @@ def build(
         raise RuntimeFailure(
             f"fast_math=True is an option of the 'llvm' target, not {target_name!r}"
         )
+    if not isinstance(cache, bool):
+        raise RuntimeFailure(f"cache must be True or False, got {cache!r}")
+    key = None
+    if cache and target_name == "llvm" and build_cache.enabled():
+        key = build_cache.build_key(
+            to_text(ir), target, replace(compile_options, entry=entry), bound
+        )
+        lib = build_cache.lookup(key)
+        if lib is not None:
+            if sites:
+                lib.extern_sites = sites
+            return lib
+    if libs:
+        ir, bound = _offload(ir, entry, bound, libs), {}
+        signature = signature_of(ir, entry)
     lib = backend.compile(ir.clone(), signature, bound, compile_options)
     if sites:
         lib.extern_sites = sites
+    if key is not None:
+        build_cache.store(key, lib)
     return lib
 
 
