@@ -164,6 +164,29 @@ def test_object_file_loads_without_recompiling(seed_jit: JitModule) -> None:
     np.testing.assert_array_equal(y, np.maximum(x, 0))
 
 
+def test_code_is_generated_once_and_is_what_mcjit_would_make(
+    seed_jit: JitModule, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compile_llvm links the object it exports: MCJIT's own code generation
+    from the same IR gives the same bytes, and exporting generates nothing."""
+    from ember.runtime.jit import _llvm, _resolve_runtime_symbols, host_target_machine
+
+    llvm = _llvm()
+    _resolve_runtime_symbols()
+    made: list[bytes] = []
+    engine = llvm.create_mcjit_compiler(
+        llvm.parse_assembly(seed_jit.llvm_ir), host_target_machine()
+    )
+    engine.set_object_cache(lambda module, data: made.append(data), lambda module: None)
+    engine.finalize_object()
+
+    def no_codegen(*args: object) -> bytes:
+        raise AssertionError("code generated a second time")
+
+    monkeypatch.setattr(llvmlite.binding.TargetMachine, "emit_object", no_codegen)
+    assert made == [seed_jit.emit_object()]
+
+
 def test_assembly_defines_every_kernel(seed_jit: JitModule) -> None:
     asm = seed_jit.assembly()
     for name in ("linear0", "relu0", "linear1", "tiled"):
