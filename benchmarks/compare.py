@@ -6,7 +6,7 @@ Usage::
         [--warmup W] [--threads 2] [--blas-threads K] [--json out.json]
 
 For each workload, in one process: ``ember.build(target="llvm")`` (timed:
-the compile column), the numpy forward pass of ``numpy_models.py``, and an
+the compile column; cold, the compilation cache is bypassed), the numpy forward pass of ``numpy_models.py``, and an
 onnxruntime session over the ONNX export of ember's own graph
 (``onnx_export.py``).  Every framework's output is first checked against
 the numpy model's — a fast wrong answer is not a result — then the frameworks are
@@ -145,7 +145,7 @@ def input_for(module: Any, entry: str = "main") -> np.ndarray:
 
 def ember_runner(module: Any, params: dict[str, np.ndarray], x: np.ndarray) -> Runner:
     start = time.perf_counter()
-    lib = ember.build(module, target="llvm", params=params)
+    lib = ember.build(module, target="llvm", params=params, cache=False)
     compile_s = time.perf_counter() - start
     executor = ember.GraphExecutor(lib, ember.cpu(0))
     executor.set_input("data", x)

@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imported, imported_params = ember.from_onnx(model)
     import_s = time.perf_counter() - start
     start = time.perf_counter()
-    lib = ember.build(imported, target="llvm", params=imported_params)
+    lib = ember.build(imported, target="llvm", params=imported_params, cache=False)
     build_s = time.perf_counter() - start
     executor = ember.GraphExecutor(lib, ember.cpu(0))
     executor.set_input(input_name, x)

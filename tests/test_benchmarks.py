@@ -238,3 +238,17 @@ def test_compare_script_end_to_end(tmp_path: Path) -> None:
         result["median_ms"]["ember"] / result["median_ms"]["numpy"]
     )
     assert result["compile_s"] > 0
+
+
+def test_the_compile_column_is_a_cold_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compare.py times ember.build without the compilation cache: a warm
+    entry from an earlier run must not pass for a cold compile."""
+    monkeypatch.setenv("EMBER_CACHE", "1")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    module, params, x, expected = _reference("mlp")
+    runner = compare.ember_runner(module, params, x)
+    runner.run()
+    _assert_close(runner.output(), expected)
+    assert list(tmp_path.iterdir()) == []
