@@ -250,3 +250,24 @@ def test_storing_a_key_that_is_already_there_keeps_the_first(
     assert entries(cache_dir) == [key]  # no temporary directory left either
     assert (cache_dir / key / "manifest.json").stat().st_ino == first
     assert not [w for w in recwarn if "cache" in str(w.message)]
+
+
+def test_the_default_directory_is_private_and_needs_a_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(cache.SWITCH_VARIABLE, "1")
+    monkeypatch.delenv(cache.DIR_VARIABLE, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    ember.build(TEXT, "llvm", {"b": B})
+    assert cache.directory() == tmp_path / "xdg" / "ember"
+    assert len(entries(tmp_path / "xdg" / "ember")) == 1
+    assert (tmp_path / "xdg" / "ember").stat().st_mode & 0o077 == 0
+
+    def homeless() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setattr(Path, "home", homeless)
+    with pytest.warns(UserWarning, match="there is no home directory; set EMBER_CACHE_DIR"):
+        lib = ember.build(TEXT, "llvm", {"b": B})
+    np.testing.assert_array_equal(run(lib), np.maximum(X + B, 0))

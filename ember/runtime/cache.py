@@ -91,12 +91,21 @@ def enabled() -> bool:
 
 
 def directory() -> Path:
-    """Where entries live: ``$EMBER_CACHE_DIR`` or the user's cache directory."""
+    """Where entries live: ``$EMBER_CACHE_DIR`` or the user's cache directory.
+
+    Raises :class:`OSError` when neither is set and there is no home
+    directory to put one in.
+    """
     chosen = os.environ.get(DIR_VARIABLE, "").strip()
     if chosen:
         return Path(chosen).expanduser()
     base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(base) if base else Path.home() / ".cache") / "ember"
+    if base:
+        return Path(base) / "ember"
+    try:
+        return Path.home() / ".cache" / "ember"
+    except (RuntimeError, KeyError):  # no $HOME and no passwd entry
+        raise OSError(f"there is no home directory; set {DIR_VARIABLE}") from None
 
 
 def max_bytes() -> int:
@@ -185,7 +194,10 @@ def lookup(key: str) -> Module | None:
     from ember.runtime.module import load_module
     from ember.runtime.registry import UnknownFunctionError
 
-    entry = directory() / key
+    try:
+        entry = directory() / key
+    except OSError:
+        return None  # store() says why, once per build
     if not entry.is_dir():
         return None
     try:
@@ -204,10 +216,13 @@ def lookup(key: str) -> Module | None:
 
 def store(key: str, module: Module) -> None:
     """Keep ``module`` under ``key`` (atomically), then bound the cache's size."""
-    root = directory()
-    staging = root / f".tmp-{key[:16]}-{uuid.uuid4().hex[:8]}"
+    staging = None
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        root = directory()
+        staging = root / f".tmp-{key[:16]}-{uuid.uuid4().hex[:8]}"
+        # Entries are native code that is run without recompiling: a new
+        # cache directory is the user's alone.
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
         module.export_library(staging)
         try:
             staging.rename(root / key)
@@ -217,13 +232,14 @@ def store(key: str, module: Module) -> None:
             # Another process stored the same key first: theirs stays.
         _evict(root, max_bytes())
     except (OSError, ArtifactError) as e:
+        where = "" if staging is None else f" {staging.parent}"
         warnings.warn(
-            f"ember's compilation cache {root} cannot be written ({e}); "
+            f"ember's compilation cache{where} cannot be written ({e}); "
             f"builds go on without it (set {SWITCH_VARIABLE}=0 to turn it off)",
             stacklevel=3,
         )
     finally:
-        if staging.exists():
+        if staging is not None and staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
 
 
