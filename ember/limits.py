@@ -33,17 +33,21 @@ ENVIRONMENT_VARIABLE = "EMBER_MAX_ALLOC_BYTES"
 
 def max_alloc_bytes() -> int:
     """The largest number of bytes one value may take (``EMBER_MAX_ALLOC_BYTES``)."""
-    setting = os.environ.get(ENVIRONMENT_VARIABLE)
+    return bytes_setting(ENVIRONMENT_VARIABLE, DEFAULT_MAX_ALLOC_BYTES)
+
+
+def bytes_setting(variable: str, default: int) -> int:
+    """The number of bytes environment variable ``variable`` gives (``default``
+    when unset or blank); anything but a non-negative integer is an error."""
+    setting = os.environ.get(variable)
     if setting is None or not setting.strip():
-        return DEFAULT_MAX_ALLOC_BYTES
+        return default
     try:
         limit = int(setting)
     except ValueError:
         limit = -1
     if limit < 0:
-        raise EmberError(
-            f"{ENVIRONMENT_VARIABLE}={setting!r} must be a non-negative number of bytes"
-        )
+        raise EmberError(f"{variable}={setting!r} must be a non-negative number of bytes")
     return limit
 
 

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ember.errors import ArtifactError, EmberError
+from ember.limits import bytes_setting
 
 if TYPE_CHECKING:
     from ember.compiler import CompileOptions
@@ -110,18 +111,7 @@ def directory() -> Path:
 
 def max_bytes() -> int:
     """The size bound of the cache (``EMBER_CACHE_MAX_BYTES``)."""
-    setting = os.environ.get(MAX_BYTES_VARIABLE, "").strip()
-    if not setting:
-        return DEFAULT_MAX_BYTES
-    try:
-        limit = int(setting)
-    except ValueError:
-        limit = -1
-    if limit < 0:
-        raise EmberError(
-            f"{MAX_BYTES_VARIABLE}={setting!r} must be a non-negative number of bytes"
-        )
-    return limit
+    return bytes_setting(MAX_BYTES_VARIABLE, DEFAULT_MAX_BYTES)
 
 
 # --------------------------------------------------------------------------
