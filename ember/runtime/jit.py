@@ -237,11 +237,10 @@ def assembly(llvm_ir: str) -> str:
 def compile_llvm(module: ModuleOp) -> JitModule:
     """Compile a module of llvm-dialect ops to native code in this process.
 
-    Code generation runs once: the object file it makes is what the engine
-    links and what ``emit_object`` (the export) returns.  It is the object
-    MCJIT would make itself from the IR (the same target machine settings;
-    tests/test_kernel_to_llvm.py checks the bytes are equal).
-    """
+    Code generation emits an object file, which the engine links as on
+    load (:func:`load_object`): the engine then holds the machine code
+    alone, not the LLVM module it came from, and an export reuses the
+    object without generating code again."""
     _check_llvm_only(module)
     try:
         llvm_ir = optimize(translate(module))
