@@ -212,3 +212,12 @@ def test_fuse_ops_does_not_import_the_lowering() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_graph_op_attributes_are_declared_to_irdl() -> None:
+    from ember.dialects.graph import Conv2dOp
+
+    assert set(Conv2dOp.get_irdl_definition().attributes) == set(Conv2dOp.ATTRS)
+    conv = next(iter(next(iter(ember.parse(CONV_HARDSWISH).ops)).body.block.ops))
+    assert conv.padding is conv.attributes["padding"] and conv.strides is None
+    assert conv.attr("strides") == (1, 1)  # the decoded value, default filled in

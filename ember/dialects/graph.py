@@ -50,6 +50,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_attr_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -266,6 +267,16 @@ class GraphOp(IRDLOperation):
     FUSION_KIND: ClassVar[FusionKind] = FusionKind.OPAQUE
     SINGLE_TYPE: ClassVar[bool] = False
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT_TYPES
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Declare each ``ATTRS`` entry to IRDL as an optional attribute, so
+        the op definition lists it and ``op.<name>`` reads it.  The
+        constraint admits any attribute: the kind is checked (with ember's
+        diagnostics) when the value is decoded."""
+        super().__init_subclass__(**kwargs)
+        for name in cls.__dict__.get("ATTRS", {}):
+            if name not in cls.__dict__:
+                setattr(cls, name, opt_attr_def(Attribute))
 
     # ---- construction ----------------------------------------------------
 
