@@ -50,6 +50,7 @@ __all__ = [
     "nd",
     "parse",
     "register_func",
+    "register_op",
     "script",
     "to_dot",
     "to_text",
@@ -92,6 +93,7 @@ _RUNTIME_EXPORTS: dict[str, str] = {
     "GraphExecutor": "ember.runtime.graph_executor",
     "VirtualMachine": "ember.runtime.vm",
     "GraphModule": "ember.runtime.graph_executor",
+    "register_op": "ember.dialects.graph_registry",
 }
 
 

@@ -16,9 +16,9 @@ from xdsl.universe import Universe
 
 
 def _graph() -> Dialect:
-    from ember.dialects.graph import Graph
+    from ember.dialects.graph import graph_dialect
 
-    return Graph
+    return graph_dialect()
 
 
 def _kernel() -> Dialect:

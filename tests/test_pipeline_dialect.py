@@ -18,7 +18,7 @@ from xdsl.ir import Block, Region
 
 import ember
 from ember.dialects.graph import ReluOp, tensor_type
-from ember.dialects.pipeline import GraphOp, StageOp, YieldOp, argument_names
+from ember.dialects.pipeline import GraphOp, PipelineGraphOp, StageOp, YieldOp, argument_names
 from ember.errors import IRError
 from ember.interp.pipeline_impls import interpret_pipeline, run_in_interpreter
 from ember.interp.reference import InterpretError
@@ -44,6 +44,14 @@ def _relu_function(name: str, t) -> FuncOp:
     relu = ReluOp.build([block.args[0]])
     block.add_ops([relu, ReturnOp(relu.result)])
     return FuncOp(name, ([t], [t]), Region(block))
+
+
+def test_pipeline_graph_class_has_its_own_name():
+    # graph.* ops subclass ember.dialects.graph.GraphOp; the old name stays an alias.
+    import ember.dialects.graph as graph_dialect
+
+    assert GraphOp is PipelineGraphOp and PipelineGraphOp.name == "pipeline.graph"
+    assert PipelineGraphOp.__name__ != graph_dialect.GraphOp.__name__
 
 
 def test_build_a_pipeline_from_python():

@@ -50,6 +50,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_attr_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -59,6 +60,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasCanonicalizationPatternsTrait, Pure, SymbolTable
 from xdsl.utils.exceptions import VerifyException
+
+from ember.dialects.graph_registry import registered_ops, registered_shape_rule
 
 # --------------------------------------------------------------------------
 # Fusion kinds
@@ -227,6 +230,8 @@ def _encode_attr(spec: AttrSpec, value: Any) -> Attribute:
 # --------------------------------------------------------------------------
 
 
+_XDSL_BUILD_ARGS = frozenset({"result_types", "attributes", "properties"})
+
 # Dense constants with more elements than this print as a hex blob: a 44 MB
 # ResNet-18 then prints and parses in about a second instead of minutes.
 HEX_THRESHOLD = 100
@@ -263,20 +268,33 @@ class GraphOp(IRDLOperation):
     SINGLE_TYPE: ClassVar[bool] = False
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT_TYPES
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Declare each ``ATTRS`` entry to IRDL as an optional attribute, so
+        the op definition lists it and ``op.<name>`` reads it.  The
+        constraint admits any attribute: the kind is checked (with ember's
+        diagnostics) when the value is decoded."""
+        super().__init_subclass__(**kwargs)
+        for name in cls.__dict__.get("ATTRS", {}):
+            if name not in cls.__dict__:
+                setattr(cls, name, opt_attr_def(Attribute))
+
     # ---- construction ----------------------------------------------------
 
     @classmethod
     def build(
         cls,
-        operands: Sequence[SSAValue | Operation],
+        operands: Sequence[SSAValue | Operation] = (),
         result_type: Attribute | None = None,
         **attributes: Any,
     ) -> GraphOp:
         """Build the op; the result type is inferred when not given.
 
         Attributes are Python values (``strides=(2, 2)``) or xDSL attributes;
-        ``None`` values are left out (the default applies).
+        ``None`` values are left out (the default applies).  xDSL's form,
+        ``build(operands=[…], result_types=[t], attributes={…})`` (or
+        ``properties={…}``), means the same.
         """
+        result_type, attributes = cls._ember_build_args(result_type, attributes)
         values = [SSAValue.get(o) for o in operands]
         attrs: dict[str, Attribute] = {}
         for name, value in attributes.items():
@@ -303,6 +321,30 @@ class GraphOp(IRDLOperation):
             operands=values, result_types=[result_type], attributes=attrs
         )
 
+    @classmethod
+    def _ember_build_args(
+        cls, result_type: Attribute | None, attributes: Mapping[str, Any]
+    ) -> tuple[Attribute | None, dict[str, Any]]:
+        """xDSL's ``result_types=``/``attributes=``/``properties=`` keywords
+        turned into ember's ``result_type`` and attribute keywords."""
+        attrs = dict(attributes)
+        if not _XDSL_BUILD_ARGS & attrs.keys():
+            return result_type, attrs
+        result_types = list(attrs.pop("result_types", None) or ())
+        if result_types:
+            if result_type is not None or len(result_types) != 1:
+                raise ValueError(
+                    f"{cls.name}: give one result type, got "
+                    f"{len(result_types) + (result_type is not None)}"
+                )
+            result_type = result_types[0]
+        for group in ("attributes", "properties"):
+            for name, value in dict(attrs.pop(group, None) or {}).items():
+                if name in attrs:
+                    raise ValueError(f"{cls.name}: attribute '{name}' is given twice")
+                attrs[name] = value
+        return result_type, attrs
+
     # ---- attribute access -----------------------------------------------
 
     def attr(self, name: str) -> Any:
@@ -324,7 +366,15 @@ class GraphOp(IRDLOperation):
     def infer_type(
         cls, operand_types: Sequence[Attribute], attrs: Mapping[str, Any]
     ) -> Attribute:
-        raise NotImplementedError
+        """The result type: the class's override, else its registered
+        :func:`~ember.dialects.graph_registry.shape_rule`."""
+        rule = registered_shape_rule(cls)
+        if rule is None:
+            raise VerifyException(
+                f"{cls.name}: no shape rule (override infer_type or register "
+                "one with @shape_rule)"
+            )
+        return rule(operand_types, attrs)
 
     @property
     def result(self) -> SSAValue:
@@ -1102,7 +1152,8 @@ class ReshapeOp(GraphOp):
     FUSION_KIND: ClassVar = FusionKind.INJECTIVE
 
     @classmethod
-    def build(cls, operands, result_type=None, **attributes):
+    def build(cls, operands=(), result_type=None, **attributes):
+        result_type, attributes = cls._ember_build_args(result_type, attributes)
         if result_type is None:
             raise ValueError(f"{cls.name}: the result type must be given")
         return super().build(operands, result_type, **attributes)
@@ -1497,8 +1548,9 @@ class CastOp(GraphOp):
     FUSION_KIND: ClassVar = FusionKind.ELEMENTWISE
 
     @classmethod
-    def build(cls, operands, result_type=None, dtype: Any = None, **attributes):
+    def build(cls, operands=(), result_type=None, dtype: Any = None, **attributes):
         """``dtype`` (a numpy dtype, a name or an element type) gives the target."""
+        result_type, attributes = cls._ember_build_args(result_type, attributes)
         if result_type is None:
             if dtype is None:
                 raise ValueError(f"{cls.name}: give the target dtype")
@@ -1860,3 +1912,13 @@ def fusion_kind(op: Operation) -> FusionKind:
 
 
 Graph = Dialect("graph", [*GRAPH_OPS, CallKernelOp, CallExternOp], [])
+"""ember's own graph ops; :func:`graph_dialect` adds the registered ones."""
+
+
+def graph_dialect() -> Dialect:
+    """The graph dialect with the ops added by
+    :func:`~ember.dialects.graph_registry.register_op` so far."""
+    user_ops = registered_ops()
+    if not user_ops:
+        return Graph
+    return Dialect("graph", [*Graph.operations, *user_ops], [])

@@ -86,6 +86,7 @@ __all__ = [
     "DEVICE_KINDS",
     "GraphOp",
     "Pipeline",
+    "PipelineGraphOp",
     "StageOp",
     "YieldOp",
     "argument_names",
@@ -122,7 +123,7 @@ def argument_names(block: Block) -> list[str]:
     return [printer.print_ssa_value(arg) for arg in block.args]
 
 
-def function_input_names(func: FuncOp | GraphOp) -> list[str]:
+def function_input_names(func: FuncOp | PipelineGraphOp) -> list[str]:
     """Input names of a function or pipeline; ``arg<i>`` for a declaration."""
     if not func.body.blocks:
         return [f"arg{i}" for i in range(len(func.function_type.inputs.data))]
@@ -154,22 +155,22 @@ class _GraphCallable(CallableOpInterface):
 
     @classmethod
     def get_callable_region(cls, op: Operation) -> Region:
-        assert isinstance(op, GraphOp)
+        assert isinstance(op, PipelineGraphOp)
         return op.body
 
     @classmethod
     def get_argument_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        assert isinstance(op, GraphOp)
+        assert isinstance(op, PipelineGraphOp)
         return op.function_type.inputs.data
 
     @classmethod
     def get_result_types(cls, op: Operation) -> tuple[Attribute, ...]:
-        assert isinstance(op, GraphOp)
+        assert isinstance(op, PipelineGraphOp)
         return op.function_type.outputs.data
 
 
 @irdl_op_definition
-class GraphOp(IRDLOperation):
+class PipelineGraphOp(IRDLOperation):
     """A pipeline: global inputs, stages in execution order, global outputs.
 
     ```mlir
@@ -231,7 +232,7 @@ class GraphOp(IRDLOperation):
     # ---- text form -----------------------------------------------------------
 
     @classmethod
-    def parse(cls, parser: Parser) -> GraphOp:
+    def parse(cls, parser: Parser) -> PipelineGraphOp:
         name, input_types, output_types, region, extra, arg_attrs, res_attrs = (
             parse_func_op_like(
                 parser, reserved_attr_names=("sym_name", "function_type")
@@ -324,7 +325,7 @@ class StageOp(IRDLOperation):
     device = prop_def(StringAttr)
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    traits = lazy_traits_def(lambda: (HasParent(GraphOp),))
+    traits = lazy_traits_def(lambda: (HasParent(PipelineGraphOp),))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = (
         "$callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)"
@@ -458,7 +459,7 @@ class YieldOp(IRDLOperation):
 
     name = "pipeline.yield"
     values = var_operand_def(TensorType)
-    traits = traits_def(HasParent(GraphOp), IsTerminator())
+    traits = traits_def(HasParent(PipelineGraphOp), IsTerminator())
     assembly_format = "attr-dict ($values^ `:` type($values))?"
 
     def __init__(self, *values: SSAValue | Operation) -> None:
@@ -466,7 +467,7 @@ class YieldOp(IRDLOperation):
 
     def verify_(self) -> None:
         graph = self.parent_op()
-        assert isinstance(graph, GraphOp)  # HasParent is verified first
+        assert isinstance(graph, PipelineGraphOp)  # HasParent is verified first
         declared = graph.function_type.outputs.data
         where = f"{self.name} in @{graph.graph_name}"
         if len(declared) != len(self.values):
@@ -487,4 +488,8 @@ class YieldOp(IRDLOperation):
                 )
 
 
-Pipeline = Dialect("pipeline", [GraphOp, StageOp, YieldOp], [])
+GraphOp = PipelineGraphOp
+"""The former name of :class:`PipelineGraphOp` (``graph.*`` ops subclass
+:class:`ember.dialects.graph.GraphOp`, a different class)."""
+
+Pipeline = Dialect("pipeline", [PipelineGraphOp, StageOp, YieldOp], [])

@@ -22,10 +22,11 @@ from xdsl.interpreter import (
     register_impls,
 )
 
-from ember.dialects.graph import GRAPH_OPS, GraphOp
-from ember.interp.reference import REFERENCE_IMPLS, evaluate
+from ember.dialects.graph import GraphOp
+from ember.dialects.graph_registry import registered_references
+from ember.interp.reference import evaluate
 
-__all__ = ["GraphFunctions"]
+__all__ = ["GraphFunctions", "graph_functions"]
 
 
 class GraphFunctions(InterpreterFunctions):
@@ -47,14 +48,25 @@ def _graph_impl(op_type: type[GraphOp]) -> OpImpl[GraphFunctions, GraphOp]:
     return run
 
 
-# One method per op, generated from the op table so that a new graph op with a
-# reference implementation is interpretable without touching this file.
-for _op_type in GRAPH_OPS:
-    if _op_type.name in REFERENCE_IMPLS:
-        setattr(
-            GraphFunctions,
-            f"run_{_op_type.name.removeprefix('graph.')}",
-            _graph_impl(_op_type),
-        )
+def graph_functions() -> GraphFunctions:
+    """``GraphFunctions`` running every op with a registered reference
+    implementation, ops added with ``ember.register_op`` included."""
+    missing = [
+        op_type
+        for op_type in registered_references()
+        if not hasattr(GraphFunctions, _method_name(op_type))
+    ]
+    for op_type in missing:
+        setattr(GraphFunctions, _method_name(op_type), _graph_impl(op_type))
+    if missing:
+        register_impls(GraphFunctions)
+    return GraphFunctions()
 
-register_impls(GraphFunctions)
+
+def _method_name(op_type: type[GraphOp]) -> str:
+    return f"run_{op_type.name.removeprefix('graph.')}"
+
+
+# One method per op, generated from the registry so that a new graph op with a
+# reference implementation is interpretable without touching this file.
+graph_functions()

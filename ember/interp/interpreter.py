@@ -35,7 +35,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from ember.dialects.graph import numpy_dtype, type_str
 from ember.errors import EmberError
-from ember.interp.graph_impls import GraphFunctions
+from ember.interp.graph_impls import GraphFunctions, graph_functions
 from ember.interp.reference import InterpretError
 from ember.ir import describe_op
 from ember.limits import check_allocation, within_limit
@@ -166,6 +166,7 @@ def make_interpreter(
 ) -> EmberInterpreter:
     """An interpreter for ``module`` with the built-in, registered and given functions."""
     interpreter = EmberInterpreter(module)
+    graph_functions()  # ops registered since the last interpreter, too
     for spec in (*_BUILTIN_FUNCTIONS, *_REGISTERED_FUNCTIONS, *functions):
         interpreter.register_implementations(_resolve(spec), override=True)
     return interpreter

@@ -33,7 +33,7 @@ pixels.  A full ResNet-18 at 1×3×224×224 interprets in a fraction of a second
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,8 +41,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
+from ember.dialects import graph as g
 from ember.dialects.graph import (
-    OPS_BY_NAME,
+    GRAPH_OPS,
     GraphOp,
     LrnOp,
     TransposeOp,
@@ -50,6 +51,7 @@ from ember.dialects.graph import (
     numpy_dtype,
     type_str,
 )
+from ember.dialects.graph_registry import reference, registered_references
 from ember.errors import EmberError
 
 __all__ = [
@@ -508,51 +510,81 @@ def _constant(
 # The table and the entry point
 # --------------------------------------------------------------------------
 
-REFERENCE_IMPLS: dict[str, RefImpl] = {
-    "graph.conv2d": _conv2d,
-    "graph.conv2d_transpose": _conv2d_transpose,
-    "graph.dense": _dense,
-    "graph.matmul": _matmul,
-    "graph.bias_add": _bias_add,
-    "graph.batch_norm": _batch_norm,
-    "graph.relu": _unary(lambda x: _maximum(x, x.dtype.type(0))),
-    "graph.sigmoid": _unary(_sigmoid_stable),
-    "graph.tanh": _unary(np.tanh),
-    "graph.exp": _unary(np.exp),
-    "graph.sqrt": _unary(np.sqrt),
-    "graph.log": _unary(np.log),
-    "graph.negative": _unary(np.negative),
-    "graph.clip": _clip,
-    "graph.add": _binary(np.add),
-    "graph.subtract": _binary(np.subtract),
-    "graph.multiply": _binary(np.multiply),
-    "graph.divide": _binary(np.divide),
-    "graph.maximum": _binary(_maximum),
-    "graph.minimum": _binary(_minimum),
-    "graph.softmax": _softmax,
-    "graph.max_pool2d": _max_pool2d,
-    "graph.avg_pool2d": _avg_pool2d,
-    "graph.global_avg_pool2d": _global_avg_pool2d,
-    "graph.batch_flatten": _reshape_to_result,
-    "graph.reshape": _reshape_to_result,
-    "graph.transpose": _transpose,
-    "graph.concatenate": _concatenate,
-    "graph.slice": _slice,
-    "graph.pad": _pad,
-    "graph.resize2d": _resize2d,
-    "graph.lrn": _lrn,
-    "graph.reduce_sum": _reduce(np.sum),
-    "graph.reduce_mean": _reduce(np.mean),
-    "graph.reduce_max": _reduce(_reduce_max),
-    "graph.cast": _cast,
-    "graph.constant": _constant,
+_BUILTIN_REFERENCES: dict[type[GraphOp], RefImpl] = {
+    g.Conv2dOp: _conv2d,
+    g.Conv2dTransposeOp: _conv2d_transpose,
+    g.DenseOp: _dense,
+    g.MatmulOp: _matmul,
+    g.BiasAddOp: _bias_add,
+    g.BatchNormOp: _batch_norm,
+    g.ReluOp: _unary(lambda x: _maximum(x, x.dtype.type(0))),
+    g.SigmoidOp: _unary(_sigmoid_stable),
+    g.TanhOp: _unary(np.tanh),
+    g.ExpOp: _unary(np.exp),
+    g.SqrtOp: _unary(np.sqrt),
+    g.LogOp: _unary(np.log),
+    g.NegativeOp: _unary(np.negative),
+    g.ClipOp: _clip,
+    g.AddOp: _binary(np.add),
+    g.SubtractOp: _binary(np.subtract),
+    g.MultiplyOp: _binary(np.multiply),
+    g.DivideOp: _binary(np.divide),
+    g.MaximumOp: _binary(_maximum),
+    g.MinimumOp: _binary(_minimum),
+    g.SoftmaxOp: _softmax,
+    g.MaxPool2dOp: _max_pool2d,
+    g.AvgPool2dOp: _avg_pool2d,
+    g.GlobalAvgPool2dOp: _global_avg_pool2d,
+    g.BatchFlattenOp: _reshape_to_result,
+    g.ReshapeOp: _reshape_to_result,
+    g.TransposeOp: _transpose,
+    g.ConcatenateOp: _concatenate,
+    g.SliceOp: _slice,
+    g.PadOp: _pad,
+    g.Resize2dOp: _resize2d,
+    g.LrnOp: _lrn,
+    g.ReduceSumOp: _reduce(np.sum),
+    g.ReduceMeanOp: _reduce(np.mean),
+    g.ReduceMaxOp: _reduce(_reduce_max),
+    g.CastOp: _cast,
+    g.ConstantOp: _constant,
 }
-"""Op name → reference implementation, for every op in ``GRAPH_OPS``."""
+"""ember's ops → their definitions, registered below with ``@reference``."""
+
+for _op_class, _impl in _BUILTIN_REFERENCES.items():
+    reference(_op_class)(_impl)
+
+
+class _ReferencesByName(Mapping[str, RefImpl]):
+    """Op name → reference implementation: a live view of the registry
+    (:func:`ember.dialects.graph_registry.reference`), registered ops included."""
+
+    def _by_name(self) -> dict[str, RefImpl]:
+        return {cls.name: impl for cls, impl in registered_references().items()}
+
+    def __getitem__(self, name: str) -> RefImpl:
+        return self._by_name()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name())
+
+    def __len__(self) -> int:
+        return len(registered_references())
+
+
+REFERENCE_IMPLS: Mapping[str, RefImpl] = _ReferencesByName()
+"""Op name → reference implementation, for every graph op that has one."""
+
+
+def _reference_of(op: Operation) -> RefImpl | None:
+    if not isinstance(op, GraphOp):
+        return None
+    return registered_references().get(type(op))
 
 
 def has_reference(op: Operation) -> bool:
     """Whether :func:`evaluate` can compute ``op``."""
-    return isinstance(op, GraphOp) and op.name in REFERENCE_IMPLS
+    return _reference_of(op) is not None
 
 
 def _widen(array: np.ndarray) -> np.ndarray:
@@ -593,7 +625,7 @@ def evaluate(op: Operation, inputs: Sequence[np.ndarray]) -> np.ndarray:
     result type's shape and dtype.  Raises :class:`InterpretError` for an op without
     a reference implementation or inputs that do not match the operand types.
     """
-    impl = REFERENCE_IMPLS.get(op.name) if isinstance(op, GraphOp) else None
+    impl = _reference_of(op)
     if impl is None:
         known = ", ".join(sorted(REFERENCE_IMPLS))
         raise InterpretError(
@@ -627,7 +659,7 @@ def _finish(op: Operation, value: np.ndarray, result_type: TensorType) -> np.nda
 
 def _check_table_complete() -> None:
     """Every graph op has a definition (checked at import, cheaply)."""
-    missing = sorted(set(OPS_BY_NAME) - set(REFERENCE_IMPLS))
+    missing = sorted(op.name for op in GRAPH_OPS if op not in _BUILTIN_REFERENCES)
     if missing:
         raise ImportError(f"graph ops without a reference implementation: {missing}")
 

@@ -54,7 +54,7 @@ loop that owns them, so parallel iterations never share one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
@@ -70,7 +70,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
-    ModuleOp,
     TensorType,
     f16,
     f32,
@@ -79,13 +78,30 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from ember import remarks
+from ember.analysis.op_groups import (
+    GroupTable,
+    OpGroup,
+    cannot_lower,
+    epilogue_reason,
+    group_key,
+    kernel_stem,
+    make_group,
+    unsupported_reason,
+)
+from ember.analysis.op_groups import short_name as _short_name
 from ember.dialects import graph
 from ember.dialects.graph import GraphOp
+from ember.dialects.graph_registry import (
+    index_remap,
+    naive_lowering,
+    scalar_lowering,
+    semantics,
+)
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
-from ember.ir import describe_op, fresh_symbol
 
 __all__ = [
+    "GroupTable",
     "OpGroup",
     "VectorTarget",
     "WeightPacking",
@@ -98,182 +114,6 @@ __all__ = [
     "unsupported_reason",
     "weight_packing",
 ]
-
-# --------------------------------------------------------------------------
-# Groups
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OpGroup:
-    """Graph ops that become one kernel.
-
-    ``ops`` are in program order, anchor first; ``inputs`` are the values the
-    group reads from outside (kernel arguments, in order of first use) and
-    ``outputs`` the group values that leave it (the kernel's output buffers).
-    Build one with :func:`make_group`, which checks the invariants.
-    """
-
-    ops: tuple[GraphOp, ...]
-    inputs: tuple[SSAValue, ...]
-    outputs: tuple[SSAValue, ...]
-    packed: tuple[SSAValue, ...] = ()
-    """Inputs the caller passes already packed into weight panels (see
-    :func:`weight_packing`): set by a pass that packed a constant weight at
-    compile time; any other weight is packed by the kernel itself."""
-
-
-def _short_name(op: Operation) -> str:
-    return op.name.removeprefix("graph.")
-
-
-def cannot_lower(op: Operation, reason: str) -> PassError:
-    """The diagnostic for an op this lowering rejects (names the op and its function)."""
-    return PassError(
-        f"lower-graph-to-kernel: cannot lower '{op.name}': {reason}\n{describe_op(op)}"
-    )
-
-
-def unsupported_reason(op: Operation) -> str | None:
-    """Why ``op`` cannot start a kernel, or ``None`` if it can."""
-    if isinstance(op, graph.ConstantOp):
-        return "a constant is data, not computation; it stays a graph.constant"
-    if not isinstance(op, GraphOp):
-        return "only graph ops can be lowered to kernels"
-    if op.name not in _GENERATORS:
-        return "no kernel generator exists for this op"
-    return None
-
-
-def epilogue_reason(op: Operation, group_values: Sequence[SSAValue]) -> str | None:
-    """Why ``op`` cannot follow ``group_values`` inside a group, or ``None``.
-
-    An epilogue op must be elementwise, broadcast or injective (not
-    concatenate), and every operand it takes from the group must have the
-    op's result shape for elementwise/broadcast ops: the group's value at an
-    index is computed once, so it cannot be broadcast to several indices.
-    """
-    if not isinstance(op, GraphOp) or op.name not in _EPILOGUE_OPS:
-        return (
-            "only elementwise, broadcast and injective ops (except concatenate) "
-            "can follow the first op of a group"
-        )
-    inside = [v for v in op.operands if v in group_values]
-    if not inside:
-        return "it uses no value of the group"
-    if op.name in _REMAP_OPS:
-        return None
-    result_shape = graph.shape_of(op.results[0])
-    for value in inside:
-        if graph.shape_of(value) != result_shape:
-            return (
-                f"it broadcasts a group value of shape {list(graph.shape_of(value))} "
-                f"to {list(result_shape)}"
-            )
-    return None
-
-
-def make_group(
-    ops: Sequence[Operation], outputs: Sequence[SSAValue] | None = None
-) -> OpGroup:
-    """Check that ``ops`` can become one kernel and describe its interface.
-
-    ``outputs`` defaults to the last op's result.  Raises
-    :class:`~ember.errors.PassError` naming the offending op.
-    """
-    if not ops:
-        raise PassError("lower-graph-to-kernel: a group needs at least one op")
-    first = ops[0]
-    reason = unsupported_reason(first)
-    if reason is not None:
-        raise cannot_lower(first, reason)
-    group_values: list[SSAValue] = [first.results[0]]
-    produced_so_far = {first.results[0]}
-    for op in ops[1:]:
-        reason = epilogue_reason(op, group_values)
-        left_behind = [
-            v for v in op.operands if v in produced_so_far and v not in group_values
-        ]
-        if reason is None and left_behind:
-            reason = "it uses a group value computed before a reshape or transpose"
-        if reason is not None:
-            raise cannot_lower(op, f"it cannot be fused after '{first.name}': {reason}")
-        if op.name in _REMAP_OPS:
-            # A remapping op moves the index: earlier values are left behind.
-            group_values = []
-        group_values.append(op.results[0])
-        produced_so_far.add(op.results[0])
-    produced = {op.results[0] for op in ops}
-    chosen = tuple(outputs) if outputs is not None else (ops[-1].results[0],)
-    for value in chosen:
-        if value not in produced:
-            raise PassError(
-                "lower-graph-to-kernel: a group output must be a result of one of "
-                "its ops"
-            )
-    inputs: list[SSAValue] = []
-    for op in ops:
-        for value in op.operands:
-            if value not in produced and value not in inputs:
-                inputs.append(value)
-    return OpGroup(tuple(ops), tuple(inputs), chosen)  # type: ignore[arg-type]
-
-
-
-class GroupTable:
-    """Functions added to a module, one per distinct group (by
-    :func:`group_key`), named after their ops as TVM names them
-    (``conv2d``, ``fused_conv2d_add_relu``, ``conv2d_1`` for another shape).
-
-    ``build(group, name)`` makes the function: a kernel for
-    ``lower-graph-to-kernel``, a fused graph function for ``fuse-ops``.
-    """
-
-    def __init__(
-        self, module: ModuleOp, build: Callable[[OpGroup, str], FuncOp]
-    ) -> None:
-        self.module = module
-        self.build = build
-        self.taken = {op.sym_name.data for op in module.ops if isinstance(op, FuncOp)}
-        self.by_key: dict[Hashable, str] = {}
-
-    def name_for(self, group: OpGroup) -> str:
-        """The name of the function computing ``group``, made if new."""
-        key = group_key(group)
-        name = self.by_key.get(key)
-        if name is None:
-            name = fresh_symbol(kernel_stem(group), self.taken)
-            self.module.body.block.add_op(self.build(group, name))
-            self.by_key[key] = name
-            self.taken.add(name)
-        return name
-
-
-def kernel_stem(group: OpGroup) -> str:
-    """TVM-style kernel name: ``conv2d`` or ``fused_conv2d_add_relu``."""
-    names = [_short_name(op) for op in group.ops]
-    return names[0] if len(names) == 1 else "fused_" + "_".join(names)
-
-
-def group_key(group: OpGroup) -> Hashable:
-    """Equal keys mean identical kernels (ops, attributes, types, wiring)."""
-    position = {v: ("in", i) for i, v in enumerate(group.inputs)}
-    for n, op in enumerate(group.ops):
-        position[op.results[0]] = ("op", n)
-    ops = tuple(
-        (
-            op.name,
-            tuple(sorted(op.attr_values().items())),
-            tuple((position[v], v.type) for v in op.operands),
-            op.results[0].type,
-        )
-        for op in group.ops
-    )
-    inputs = tuple(v.type for v in group.inputs)
-    outputs = tuple(position[v] for v in group.outputs)
-    packed = tuple(position[v] for v in group.packed)
-    return (ops, inputs, outputs, packed)
-
 
 # --------------------------------------------------------------------------
 # Building IR: a cursor that appends ops, opens loops and blocks
@@ -547,29 +387,29 @@ def _cast(em: _Emitter, op: GraphOp, args: Sequence[SSAValue]) -> SSAValue:
     return em.add(arith.TruncIOp(x, target))
 
 
-_SCALAR_FNS: dict[str, Callable[[_Emitter, GraphOp, Sequence[SSAValue]], SSAValue]] = {
-    "graph.relu": _relu,
-    "graph.sigmoid": _sigmoid,
-    "graph.tanh": _unary_math(xmath.TanhOp),
-    "graph.exp": _unary_math(xmath.ExpOp),
-    "graph.sqrt": _unary_math(xmath.SqrtOp),
-    "graph.log": _unary_math(xmath.LogOp),
-    "graph.negative": _negative,
-    "graph.clip": _clip,
-    "graph.add": _binary(arith.AddfOp, arith.AddiOp),
-    "graph.subtract": _binary(arith.SubfOp, arith.SubiOp),
-    "graph.multiply": _binary(arith.MulfOp, arith.MuliOp),
-    "graph.divide": _binary(arith.DivfOp, None),
-    "graph.maximum": lambda em, op, args: _max(em, *args),
-    "graph.minimum": lambda em, op, args: _min(em, *args),
-    "graph.bias_add": _bias_add,
-    "graph.batch_norm": _batch_norm,
-    "graph.cast": _cast,
+_SCALAR_FNS: dict[type[GraphOp], Callable[[_Emitter, GraphOp, Sequence[SSAValue]], SSAValue]] = {
+    graph.ReluOp: _relu,
+    graph.SigmoidOp: _sigmoid,
+    graph.TanhOp: _unary_math(xmath.TanhOp),
+    graph.ExpOp: _unary_math(xmath.ExpOp),
+    graph.SqrtOp: _unary_math(xmath.SqrtOp),
+    graph.LogOp: _unary_math(xmath.LogOp),
+    graph.NegativeOp: _negative,
+    graph.ClipOp: _clip,
+    graph.AddOp: _binary(arith.AddfOp, arith.AddiOp),
+    graph.SubtractOp: _binary(arith.SubfOp, arith.SubiOp),
+    graph.MultiplyOp: _binary(arith.MulfOp, arith.MuliOp),
+    graph.DivideOp: _binary(arith.DivfOp, None),
+    graph.MaximumOp: lambda em, op, args: _max(em, *args),
+    graph.MinimumOp: lambda em, op, args: _min(em, *args),
+    graph.BiasAddOp: _bias_add,
+    graph.BatchNormOp: _batch_norm,
+    graph.CastOp: _cast,
 }
 """Elementwise and broadcast ops: the scalar they compute from their operands."""
 
-_REMAP_OPS = frozenset({"graph.transpose", "graph.reshape", "graph.batch_flatten"})
-_EPILOGUE_OPS = frozenset(_SCALAR_FNS) | _REMAP_OPS
+_REMAP_OPS = (graph.TransposeOp, graph.ReshapeOp, graph.BatchFlattenOp)
+"""Injective ops that only move elements: :func:`_remap` gives the index."""
 
 
 # --------------------------------------------------------------------------
@@ -666,9 +506,10 @@ class _Lowering:
         values: dict[SSAValue, SSAValue] = {}
         self._record(em, self.group.ops[0], value, indices, values)
         for op in self.group.ops[1:]:
-            if op.name in _REMAP_OPS:
+            remap = semantics(type(op)).remap
+            if remap is not None:
                 moved = values[op.operands[0]]
-                indices = _remap(em, op, indices)
+                indices = remap(em, op, indices)
                 values = {}
                 self._record(em, op, moved, indices, values)
                 continue
@@ -676,7 +517,7 @@ class _Lowering:
                 values[v] if v in values else self.load_input(em, op, n, indices)
                 for n, v in enumerate(op.operands)
             ]
-            self._record(em, op, _SCALAR_FNS[op.name](em, op, args), indices, values)
+            self._record(em, op, _scalar_fn(op)(em, op, args), indices, values)
 
     def _record(
         self,
@@ -710,7 +551,7 @@ def _gen_elementwise(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     shape = graph.shape_of(op.results[0])
     with _plane_nest(em, _short_name(op), shape) as vs:
         args = [low.load_input(em, op, n, vs) for n in range(len(op.operands))]
-        low.emit_result(em, _SCALAR_FNS[op.name](em, op, args), vs)
+        low.emit_result(em, _scalar_fn(op)(em, op, args), vs)
 
 
 @contextmanager
@@ -1899,27 +1740,51 @@ def _shifted_exp(
     )
 
 
-_GENERATORS: dict[str, Callable[[_Emitter, _Lowering, GraphOp], None]] = {
-    **{name: _gen_elementwise for name in _SCALAR_FNS},
-    **{name: _gen_remap for name in _REMAP_OPS},
-    "graph.concatenate": _gen_concatenate,
-    "graph.slice": _gen_slice,
-    "graph.pad": _gen_pad,
-    "graph.resize2d": _gen_resize2d,
-    "graph.lrn": _gen_lrn,
-    "graph.reduce_sum": _gen_reduce,
-    "graph.reduce_mean": _gen_reduce,
-    "graph.reduce_max": _gen_reduce,
-    "graph.conv2d": _gen_conv2d,
-    "graph.conv2d_transpose": _gen_conv2d_transpose,
-    "graph.dense": _gen_dense,
-    "graph.matmul": _gen_matmul,
-    "graph.max_pool2d": _gen_pool2d,
-    "graph.avg_pool2d": _gen_pool2d,
-    "graph.global_avg_pool2d": _gen_global_avg_pool2d,
-    "graph.softmax": _gen_softmax,
+_GENERATORS: dict[type[GraphOp], Callable[[_Emitter, _Lowering, GraphOp], None]] = {
+    graph.ConcatenateOp: _gen_concatenate,
+    graph.SliceOp: _gen_slice,
+    graph.PadOp: _gen_pad,
+    graph.Resize2dOp: _gen_resize2d,
+    graph.LrnOp: _gen_lrn,
+    graph.ReduceSumOp: _gen_reduce,
+    graph.ReduceMeanOp: _gen_reduce,
+    graph.ReduceMaxOp: _gen_reduce,
+    graph.Conv2dOp: _gen_conv2d,
+    graph.Conv2dTransposeOp: _gen_conv2d_transpose,
+    graph.DenseOp: _gen_dense,
+    graph.MatmulOp: _gen_matmul,
+    graph.MaxPool2dOp: _gen_pool2d,
+    graph.AvgPool2dOp: _gen_pool2d,
+    graph.GlobalAvgPool2dOp: _gen_global_avg_pool2d,
+    graph.SoftmaxOp: _gen_softmax,
 }
-"""Op name → generator of its loop nests when it is the first op of a group."""
+"""Op class → generator of its loop nests when it is the first op of a group
+(ops with a scalar lowering or an index remap need none)."""
+
+# ember's ops, registered by class like any user op.
+for _op_class, _scalar in _SCALAR_FNS.items():
+    scalar_lowering(_op_class)(_scalar)
+for _op_class in _REMAP_OPS:
+    index_remap(_op_class)(_remap)
+for _op_class, _generator in _GENERATORS.items():
+    naive_lowering(_op_class)(_generator)
+
+
+def _scalar_fn(op: GraphOp) -> Callable[[_Emitter, GraphOp, Sequence[SSAValue]], SSAValue]:
+    scalar = semantics(type(op)).scalar
+    assert scalar is not None  # make_group admits only ops that have one here
+    return scalar
+
+
+def _kernel_generator(op: GraphOp) -> Callable[[_Emitter, _Lowering, GraphOp], None]:
+    """How a kernel whose first op is ``op`` is generated (checked by make_group)."""
+    entry = semantics(type(op))
+    if entry.kernel is not None:
+        return entry.kernel
+    if entry.scalar is not None:
+        return _gen_elementwise
+    assert entry.remap is not None
+    return _gen_remap
 
 
 # --------------------------------------------------------------------------
@@ -1972,7 +1837,7 @@ def lower_group(
     low = _Lowering(group, target, dict(zip(values, body.args)))
     em = _Emitter(body)
     first = group.ops[0]
-    _GENERATORS[first.name](em, low, first)
+    _kernel_generator(first)(em, low, first)
     em.add(ReturnOp())
     func = FuncOp(name, (types, []), Region(body))
     func.location = remarks.fused_location(group.ops)

@@ -18,17 +18,17 @@ intermediate buffers) is outlined into a private function marked
 The program still means what it meant (the reference interpreter runs
 ``func.call``), so the pass is checked like any graph pass; the lowering
 then makes one kernel of each fused function (``group_key``/``kernel_stem``
-of :mod:`ember.lowering.graph_to_kernel`).
+of :mod:`ember.analysis.op_groups`).
 
 How groups are formed (TVM's rules, simplified to straight-line code):
 
 * Ops are visited in program order.  An op that is not yet in a group starts
   one when it is an anchor (conv2d, dense, matmul, the pools: TVM's
   out-elementwise-fusable kind; reductions) or an elementwise / broadcast /
-  injective op (so chains of those fuse too), and a kernel generator exists
-  for it.  Opaque ops (softmax, constants, calls) never join a group.
+  injective op (so chains of those fuse too), and a kernel generator is
+  registered for its class (:mod:`ember.dialects.graph_registry`).  Opaque ops (softmax, constants, calls) never join a group.
 * The group then absorbs, in program order, the ops that consume its values,
-  as long as :func:`~ember.lowering.graph_to_kernel.make_group` accepts the
+  as long as :func:`~ember.analysis.op_groups.make_group` accepts the
   longer group (elementwise, broadcast or injective epilogue ops, no
   broadcast of a group value to a larger shape, nothing after a reshape
   reading a value from before it; no op reading the weight of a conv2d or
@@ -64,16 +64,16 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from ember import remarks
-from ember.dialects.graph import FusionKind, fusion_kind
-from ember.dialects.kernel import is_kernel
-from ember.errors import PassError
-from ember.remarks import fused_location
-from ember.lowering.graph_to_kernel import (
+from ember.analysis.op_groups import (
     GroupTable,
     OpGroup,
     make_group,
     unsupported_reason,
 )
+from ember.dialects.graph import FusionKind, fusion_kind
+from ember.dialects.kernel import is_kernel
+from ember.errors import PassError
+from ember.remarks import fused_location
 
 __all__ = [
     "FUSED_ATTR",
