@@ -1230,15 +1230,9 @@ class VectorTarget:
 
 @cache
 def _host_target() -> VectorTarget:
-    import llvmlite.binding as llvm
+    from ember.target import Target
 
-    llvm.initialize_native_target()
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512f", False):
-        return VectorTarget(512)
-    if features.get("avx", False):
-        return VectorTarget(256)
-    return VectorTarget(128)
+    return VectorTarget(Target.host().vector_bits)
 
 
 TILE_ACCUMULATORS = 10

@@ -3,13 +3,16 @@
 ``compile_llvm(module)`` takes a module of ``llvm.func`` / ``llvm.global`` ops
 (what ``lower-kernel-to-llvm`` produces), translates it with xDSL's
 ``convert_module``, optimises it with LLVM's new pass manager at O3 with loop
-and SLP vectorisation for the host CPU (its name and features, so AVX2/AVX-512
-and FMA are used where present), and loads it with MCJIT.  This is the CPU
+and SLP vectorisation for a :class:`~ember.target.Target`'s CPU (by default
+this one: its name and features, so AVX2/AVX-512 and FMA are used where
+present), and loads it with MCJIT.  An ``llvm.func``'s ``passthrough``
+attributes become LLVM function attributes (``"prefer-vector-width"="512"``:
+the vector width a target asks for, :func:`with_string_attributes`).  This is the CPU
 half of TVM's ``tvm.build(..., target="llvm")`` / Triton's driver stages
 ``llir → asm → bin``, each stage kept as text or bytes on the result:
 
 * ``JitModule.llvm_ir`` — optimised LLVM IR text;
-* ``JitModule.assembly()`` — host assembly;
+* ``JitModule.assembly()`` — the target's assembly;
 * ``JitModule.emit_object()`` — an ELF object, which ``load_object`` maps
   back into a new engine without recompiling (the export path).
 
@@ -17,6 +20,8 @@ Kernels are ``void f(ptr, ptr, …)``; ``JitModule.function(name, nargs)``
 returns a ctypes callable and ``JitModule.run(name, *arrays)`` calls it on
 numpy arrays.  The ``JitModule`` holds the execution engine: the code lives
 only as long as that object, so callers keep it referenced while calling.
+Code for a CPU with features this one lacks (cross-compiling) gets no
+engine: its IR, assembly and object are there, calling it is an error.
 
 Code built with ``bounds_check`` calls ``ember_bounds_error`` on an index out
 of bounds (:mod:`ember.lowering.kernel_to_llvm`).  An exception cannot cross
@@ -38,11 +43,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import llvm as llvm_dialect
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
 from ember.errors import RuntimeFailure
+from ember.target import Target
 
 if TYPE_CHECKING:
+    from llvmlite import ir
     from llvmlite.binding import ExecutionEngine, TargetMachine
 
 OPT_LEVEL = 3
@@ -59,27 +66,41 @@ def _llvm() -> ModuleType:
     return llvm
 
 
-def host_target_machine() -> TargetMachine:
-    """A new target machine for this CPU (its name and features), at O3.
+HOST = Target.host()
 
-    New each time because an MCJIT engine takes ownership of (and frees) the
-    target machine it is created with.
-    """
-    llvm = _llvm()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
-        opt=OPT_LEVEL,
-        reloc="default",
-        codemodel="jitdefault",
-    )
+
+def host_target_machine() -> TargetMachine:
+    """A new target machine for this CPU (its name and features), at O3."""
+    _llvm()
+    return HOST.target_machine()
 
 
 @cache
-def _shared_target_machine() -> TargetMachine:
+def _shared_target_machine(target: Target = HOST) -> TargetMachine:
     """The target machine for optimising and emitting code; never given to an engine."""
-    return host_target_machine()
+    _llvm()
+    return target.target_machine()
+
+
+def with_string_attributes(function: ir.Function, attributes: dict[str, str | None]) -> None:
+    """Give an llvmlite function LLVM string attributes (``"key"="value"``,
+    or ``"key"`` for None), which llvmlite's attribute set cannot hold."""
+    from llvmlite.ir.values import FunctionAttributes
+
+    class WithStrings(FunctionAttributes):
+        def __bool__(self) -> bool:
+            return True
+
+        def _to_list(self, ret_type: ir.Type) -> list[str]:
+            pairs = [f'"{k}"' + ("" if v is None else f'="{v}"') for k, v in strings.items()]
+            return [*super()._to_list(ret_type), *pairs]
+
+    known = function.attributes
+    strings = dict(getattr(known, "strings", {}), **attributes)
+    replacement = WithStrings(known)
+    replacement.alignstack, replacement.personality = known.alignstack, known.personality
+    replacement.strings = strings  # type: ignore[attr-defined]
+    function.attributes = replacement
 
 
 @dataclass
@@ -90,13 +111,18 @@ class JitModule:
     called: dropping it frees the machine code.
     """
 
-    engine: ExecutionEngine
+    engine: ExecutionEngine | None
+    """None for code this CPU cannot run (see :attr:`target`)."""
     llvm_ir: str
+    target: Target = HOST
     _object: bytes | None = None
     _functions: dict[tuple[str, int], ctypes._CFuncPtr] = field(default_factory=dict)
 
     def address(self, name: str) -> int:
-        """The address of function ``name``; ``RuntimeFailure`` if absent."""
+        """The address of function ``name``; ``RuntimeFailure`` if absent
+        or if this CPU cannot run the code."""
+        if self.engine is None:
+            raise RuntimeFailure(cannot_run_message(self.target, f"@{name}"))
         address = self.engine.get_function_address(name)
         if not address:
             raise RuntimeFailure(f"the compiled module has no function @{name}")
@@ -127,14 +153,14 @@ class JitModule:
         raise_bounds_error(f"calling @{name} on cpu")
 
     def assembly(self) -> str:
-        """Host assembly of the optimised module."""
-        return assembly(self.llvm_ir)
+        """Assembly of the optimised module for its target."""
+        return assembly(self.llvm_ir, self.target)
 
     def emit_object(self) -> bytes:
         """An object file of the optimised module, for ``load_object``."""
         if self._object is None:
             llvm = _llvm()
-            self._object = _shared_target_machine().emit_object(
+            self._object = _shared_target_machine(self.target).emit_object(
                 llvm.parse_assembly(self.llvm_ir)
             )
         return self._object
@@ -149,21 +175,45 @@ def _check_llvm_only(module: ModuleOp) -> None:
             )
 
 
-def translate(module: ModuleOp) -> str:
-    """llvm-dialect module → LLVM IR text (xDSL's translator), unoptimised."""
+def translate(module: ModuleOp, target: Target = HOST) -> str:
+    """llvm-dialect module → LLVM IR text (xDSL's translator), unoptimised.
+
+    xDSL's translator drops ``passthrough``; it is added here."""
     from xdsl.backend.llvm.convert import convert_module
 
-    machine = _shared_target_machine()
+    machine = _shared_target_machine(target)
     ir_module = convert_module(
         module,
         fallback_target_triple=machine.triple,
         data_layout=str(machine.target_data),
     )
+    for op in module.ops:
+        if isinstance(op, llvm_dialect.FuncOp) and op.passthrough is not None:
+            with_string_attributes(
+                ir_module.get_global(op.sym_name.data), _passthrough(op.passthrough)
+            )
     return str(ir_module)
 
 
-def optimize(llvm_ir: str) -> str:
-    """LLVM IR text → O3-optimised IR text for the host CPU."""
+def _passthrough(attribute: ArrayAttr) -> dict[str, str | None]:
+    """MLIR's ``passthrough = ["key", ["key", "value"]]`` as a dict."""
+    pairs: dict[str, str | None] = {}
+    for item in attribute.data:
+        if isinstance(item, StringAttr):
+            pairs[item.data] = None
+        elif isinstance(item, ArrayAttr) and len(item.data) == 2 and all(
+            isinstance(part, StringAttr) for part in item.data
+        ):
+            pairs[item.data[0].data] = item.data[1].data  # type: ignore[attr-defined]
+        else:
+            raise RuntimeFailure(
+                f"passthrough entry {item} must be \"key\" or [\"key\", \"value\"]"
+            )
+    return pairs
+
+
+def optimize(llvm_ir: str, target: Target = HOST) -> str:
+    """LLVM IR text → O3-optimised IR text for ``target``'s CPU."""
     llvm = _llvm()
     parsed = llvm.parse_assembly(llvm_ir)
     parsed.verify()
@@ -172,7 +222,7 @@ def optimize(llvm_ir: str) -> str:
     tuning.slp_vectorization = True
     tuning.loop_unrolling = True
     tuning.loop_interleaving = True
-    builder = llvm.create_pass_builder(_shared_target_machine(), tuning)
+    builder = llvm.create_pass_builder(_shared_target_machine(target), tuning)
     builder.getModulePassManager().run(parsed, builder)
     return str(parsed)
 
@@ -228,37 +278,54 @@ def raise_bounds_error(what: str) -> None:
     raise RuntimeFailure(f"{what}: {message}")
 
 
-def assembly(llvm_ir: str) -> str:
-    """Host assembly for LLVM IR text."""
+def assembly(llvm_ir: str, target: Target = HOST) -> str:
+    """``target``'s assembly for LLVM IR text."""
     llvm = _llvm()
-    return _shared_target_machine().emit_assembly(llvm.parse_assembly(llvm_ir))
+    return _shared_target_machine(target).emit_assembly(llvm.parse_assembly(llvm_ir))
 
 
-def _engine(llvm_ir: str) -> ExecutionEngine:
+def cannot_run_message(target: Target, what: str) -> str:
+    """Why code compiled for ``target`` cannot run here, and what to do."""
+    from ember.target import host_cpu_name
+
+    return (
+        f"cannot run {what}: it was compiled for target {str(target)!r}, and this "
+        f"CPU ({host_cpu_name()}) lacks {', '.join(target.missing_on_host()[:8])}; "
+        "export it and run it on such a CPU, or build for target 'llvm' here"
+    )
+
+
+def _engine(llvm_ir: str, target: Target) -> ExecutionEngine | None:
+    """An engine running ``llvm_ir``, compiled for ``target`` by MCJIT
+    (none when this CPU could not run that code)."""
+    if target.missing_on_host():
+        return None
     _resolve_runtime_symbols()
     llvm = _llvm()
     parsed = llvm.parse_assembly(llvm_ir)
-    engine = llvm.create_mcjit_compiler(parsed, host_target_machine())
+    engine = llvm.create_mcjit_compiler(parsed, target.target_machine())
     engine.finalize_object()
     engine.run_static_constructors()
     return engine
 
 
-def compile_llvm(module: ModuleOp) -> JitModule:
-    """Compile a module of llvm-dialect ops to native code in this process."""
+def compile_llvm(module: ModuleOp, target: Target = HOST) -> JitModule:
+    """Compile a module of llvm-dialect ops to native code for ``target``,
+    loaded in this process when this CPU can run it."""
     _check_llvm_only(module)
     try:
-        llvm_ir = optimize(translate(module))
+        llvm_ir = optimize(translate(module, target), target)
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
-    return JitModule(_engine(llvm_ir), llvm_ir)
+    return JitModule(_engine(llvm_ir, target), llvm_ir, target)
 
 
-def load_object(data: bytes, llvm_ir: str = "") -> JitModule:
+def load_object(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitModule:
     """Map an object file from ``JitModule.emit_object`` into this process.
 
     No optimisation or code generation runs: MCJIT only links the object.
-    ``llvm_ir`` is kept for inspection if given.
+    ``llvm_ir`` is kept for inspection if given; ``target`` is what the
+    object was compiled for (the caller checked that this CPU runs it).
     """
     _resolve_runtime_symbols()
     llvm = _llvm()
@@ -267,7 +334,7 @@ def load_object(data: bytes, llvm_ir: str = "") -> JitModule:
     engine = llvm.create_mcjit_compiler(empty, host_target_machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(data))
     engine.finalize_object()
-    return JitModule(engine, llvm_ir, _object=data)
+    return JitModule(engine, llvm_ir, target, _object=data)
 
 
 def compile_kernels(module: ModuleOp, *, bounds_check: bool = False) -> JitModule:
@@ -286,6 +353,7 @@ def compile_kernels(module: ModuleOp, *, bounds_check: bool = False) -> JitModul
 __all__ = [
     "JitModule",
     "assembly",
+    "cannot_run_message",
     "compile_kernels",
     "compile_llvm",
     "host_target_machine",
@@ -293,4 +361,5 @@ __all__ = [
     "optimize",
     "raise_bounds_error",
     "translate",
+    "with_string_attributes",
 ]
