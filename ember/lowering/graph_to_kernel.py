@@ -34,8 +34,9 @@ Performance-minded loop structures (correctness first; schedules refine):
   of (flattened output pixels or rows) × (one panel) accumulates in a small
   scratch buffer whose lane loop is ``vectorized``: LLVM keeps it in vector
   registers, so a reduction step is one panel load, a broadcast per pixel
-  and ~12 FMAs.  Tiles are shaped by :class:`VectorTarget` (the host's
-  vector width by default); (panel, tile) pairs run in ``parallel``; the
+  and ~12 FMAs.  Tiles are shaped by :class:`VectorTarget` (the
+  compile target's vector width, :attr:`ember.target.Target.vector_bits`;
+  this host's by default); (panel, tile) pairs run in ``parallel``; the
   epilogue runs in the store.  Grouped conv2d keeps a row-vectorised nest:
   the output channel ``parallel``, the reduction outside an innermost
   ``vectorized`` loop over the output row, in a scratch row.

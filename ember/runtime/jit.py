@@ -82,24 +82,35 @@ def _shared_target_machine(target: Target = HOST) -> TargetMachine:
     return target.target_machine()
 
 
-def with_string_attributes(function: ir.Function, attributes: dict[str, str | None]) -> None:
-    """Give an llvmlite function LLVM string attributes (``"key"="value"``,
-    or ``"key"`` for None), which llvmlite's attribute set cannot hold."""
+@cache
+def _attributes_with_strings() -> type:
+    """llvmlite's function attribute set, plus ``strings``: LLVM string
+    attributes, which llvmlite's set refuses (it knows only enum ones)."""
     from llvmlite.ir.values import FunctionAttributes
 
-    class WithStrings(FunctionAttributes):
+    class AttributesWithStrings(FunctionAttributes):
+        strings: dict[str, str | None]
+
         def __bool__(self) -> bool:
-            return True
+            return True  # printed even when only string attributes are set
 
         def _to_list(self, ret_type: ir.Type) -> list[str]:
-            pairs = [f'"{k}"' + ("" if v is None else f'="{v}"') for k, v in strings.items()]
-            return [*super()._to_list(ret_type), *pairs]
+            pairs = self.strings.items()
+            return [
+                *super()._to_list(ret_type),
+                *(f'"{k}"' + ("" if v is None else f'="{v}"') for k, v in pairs),
+            ]
 
+    return AttributesWithStrings
+
+
+def with_string_attributes(function: ir.Function, attributes: dict[str, str | None]) -> None:
+    """Give an llvmlite function LLVM string attributes (``"key"="value"``,
+    or ``"key"`` for None)."""
     known = function.attributes
-    strings = dict(getattr(known, "strings", {}), **attributes)
-    replacement = WithStrings(known)
+    replacement = _attributes_with_strings()(known)
     replacement.alignstack, replacement.personality = known.alignstack, known.personality
-    replacement.strings = strings  # type: ignore[attr-defined]
+    replacement.strings = {**getattr(known, "strings", {}), **attributes}
     function.attributes = replacement
 
 
