@@ -190,3 +190,12 @@ def test_ember_run_takes_a_target_string() -> None:
         run_tool("ember-run", mlp, "--random-inputs", "--target", "llvm -mcpu=znver9"),
         "ember-run: error: unknown CPU 'znver9' in -mcpu",
     )
+
+
+def test_compile_kernels_asks_for_the_targets_vector_width() -> None:
+    from ember.runtime.jit import compile_kernels
+
+    kernels = ember.parse(lower_to_stage(ember.parse(DENSE), "kernel"))
+    jit = compile_kernels(kernels, target=Target.parse("llvm -mattr=-avx"))
+    assert '"prefer-vector-width"="128"' in jit.llvm_ir
+    assert "ymm" not in jit.assembly()

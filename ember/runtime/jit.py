@@ -348,17 +348,21 @@ def load_object(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitMod
     return JitModule(engine, llvm_ir, target, _object=data)
 
 
-def compile_kernels(module: ModuleOp, *, bounds_check: bool = False) -> JitModule:
-    """Lower the kernels of ``module`` (a copy) to LLVM and compile them;
-    ``bounds_check`` tests the accesses not proven in bounds at run time."""
-    from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
+def compile_kernels(
+    module: ModuleOp, *, bounds_check: bool = False, target: Target = HOST
+) -> JitModule:
+    """Lower the kernels of ``module`` (a copy) to LLVM and compile them for
+    ``target``, with its vector width; ``bounds_check`` tests the accesses
+    not proven in bounds at run time."""
+    from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
 
     lowered = module.clone()
     lower_kernels_to_llvm(lowered, bounds_check=bounds_check)
     for op in list(lowered.ops):
         if not isinstance(op, llvm_dialect.FuncOp | llvm_dialect.GlobalOp):
             lowered.body.block.erase_op(op)  # non-kernel functions are not compiled here
-    return compile_llvm(lowered)
+    set_vector_width(lowered, target.vector_bits)
+    return compile_llvm(lowered, target)
 
 
 __all__ = [
