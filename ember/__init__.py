@@ -23,6 +23,7 @@ from ember.errors import (
     OnnxImportError,
     PassError,
     RuntimeFailure,
+    TargetError,
 )
 from ember.ir import parse, to_text, verify_module
 
@@ -37,6 +38,7 @@ __all__ = [
     "OnnxImportError",
     "PassError",
     "RuntimeFailure",
+    "TargetError",
     "VirtualMachine",
     "apply_passes",
     "bind_params",

@@ -14,11 +14,14 @@ the ``interp`` backend passes them at run time.  Every param is checked here
 mistake fails at build time, naming the argument, rather than as a shape
 error deep inside a kernel.
 
-The target picks a backend (:func:`ember.runtime.module.backend_for`):
-``"interp"`` runs the reference interpreter; ``"llvm"`` is the CPU code
-generator (:mod:`ember.runtime.cpu`); ``"cuda"`` is planned and asking for it
-is an error — never a silent fallback to the interpreter.  TVM's library
-option works as there: ``"llvm -libs=blas"``.
+The target (a string or an :class:`ember.target.Target`) picks a backend
+(:func:`ember.runtime.module.backend_for`): ``"interp"`` runs the reference
+interpreter; ``"llvm"`` is the CPU code generator (:mod:`ember.runtime.cpu`);
+``"cuda"`` is planned and asking for it is an error — never a silent
+fallback to the interpreter.  TVM's options work as there: ``"llvm
+-libs=blas"``, ``"llvm -mcpu=skylake-avx512 -mattr=-avx512bw"``.  Code for a
+CPU with features this one lacks is built and exports, but running it here
+is an error naming the missing features.
 
 ``options`` holds build options by name (:data:`BUILD_OPTIONS`); an unknown
 name or a value of the wrong type is an error, not ignored.
@@ -36,6 +39,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import RuntimeFailure
 from ember.ir import as_module, to_text
+from ember.target import Target
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,7 +70,7 @@ BUILD_OPTIONS: dict[str, tuple[type, str]] = {
 
 def build(
     module: ModuleOp | str,
-    target: str = "llvm",
+    target: str | Target = "llvm",
     params: Mapping[str, Any] | None = None,
     *,
     entry: str = "main",
@@ -78,8 +82,10 @@ def build(
     """Compile function ``entry`` of ``module`` for ``target``.
 
     ``module``: a verified ``ModuleOp`` (or IR text, parsed here).
-    ``target``: ``"interp"`` or ``"llvm"`` (see :func:`~ember.runtime.module.available_targets`),
-    optionally with TVM's library option: ``"llvm -libs=blas"`` offloads
+    ``target``: a target string or :class:`~ember.target.Target`: ``"interp"``
+    or ``"llvm"`` (see :func:`~ember.runtime.module.available_targets`),
+    with options (docs/runtime.md, "Targets"): ``"llvm -mcpu=znver3
+    -mattr=+avx2"`` compiles for that CPU; ``"llvm -libs=blas"`` offloads
     dense, matmul and conv2d to BLAS (``partition-extern``) after the params
     are bound and batch_norm is folded into the weights.
     ``params``: argument name → array (numpy, NDArray, DLPack, list), bound
@@ -120,7 +126,8 @@ def build(
 
     ir = as_module(module, "ember.build", RuntimeFailure)
     compile_options = _compile_options(options)
-    target_name, libs = parse_target(target)
+    parsed = Target.parse(target)
+    target_name, libs = parsed.kind, parsed.libs
     backend = backend_for(target_name)
     signature = signature_of(ir, entry)
     bound = _bind_params(signature, params)
@@ -133,12 +140,13 @@ def build(
         raise RuntimeFailure(
             f"fast_math=True is an option of the 'llvm' target, not {target_name!r}"
         )
+    compile_options = replace(compile_options, target=parsed)
     if not isinstance(cache, bool):
         raise RuntimeFailure(f"cache must be True or False, got {cache!r}")
     key = None
     if cache and target_name == "llvm" and build_cache.enabled():
         key = build_cache.build_key(
-            to_text(ir), target, replace(compile_options, entry=entry), bound
+            to_text(ir), str(parsed), replace(compile_options, entry=entry), bound
         )
         lib = build_cache.lookup(key)
         if lib is not None:
@@ -197,20 +205,10 @@ def _compile_options(options: Mapping[str, Any] | None) -> CompileOptions:
 
 
 def parse_target(target: str) -> tuple[str, tuple[str, ...]]:
-    """``"llvm -libs=blas,x"`` → ``("llvm", ("blas", "x"))``."""
-    if not isinstance(target, str):
-        raise RuntimeFailure(f"target must be a string such as 'llvm', got {target!r}")
-    name, *options = target.split()
-    libs: tuple[str, ...] = ()
-    for option in options:
-        key, _, value = option.partition("=")
-        if key != "-libs" or not value:
-            raise RuntimeFailure(
-                f"unknown target option {option!r} in {target!r}; "
-                "the only option is -libs=NAME[,NAME…] (e.g. 'llvm -libs=blas')"
-            )
-        libs += tuple(v for v in value.split(",") if v)
-    return name, libs
+    """``"llvm -libs=blas,x"`` → ``("llvm", ("blas", "x"))`` (kept for
+    callers from before :meth:`Target.parse <ember.target.Target.parse>`)."""
+    parsed = Target.parse(target)
+    return parsed.kind, parsed.libs
 
 
 def _offload(

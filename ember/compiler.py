@@ -7,12 +7,16 @@ which can be printed (``ember-translate --emit=<stage>``) and re-read:
 ``graph``     the graph program after binding params and the graph pipeline
 ``kernel``    every op a ``graph.call_kernel`` of a kernel-dialect function
 ``llvm-dialect``  kernels and the program entry as xDSL ``llvm`` ops
-``llvm-ir``   LLVM IR text, optimised at O3 for the host CPU
-``asm``       host assembly
+``llvm-ir``   LLVM IR text, optimised at O3 for the target's CPU
+``asm``       the target's assembly
 ============  ===============================================================
 
-:class:`CompileOptions` is frozen: the graph pipeline, the entry name and
-``bounds_check`` and ``fast_math`` are all that changes the result.
+:class:`CompileOptions` is frozen: the graph pipeline, the entry name,
+``bounds_check``, ``fast_math`` and the target are all that changes the
+result.  The target (:class:`~ember.target.Target`, this CPU by default)
+shapes the kernels' tiles by its vector width, asks LLVM for vectors that
+wide in every function (``prefer-vector-width``: LLVM's default tuning keeps
+AVX-512 CPUs at 256 bits) and is the CPU LLVM generates code for.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import PassError
 from ember.lowering.program_to_llvm import ProgramLayout
+from ember.target import Target
 
 STAGES: tuple[str, ...] = ("graph", "kernel", "llvm-dialect", "llvm-ir", "asm")
 
@@ -42,6 +47,8 @@ class CompileOptions:
     """Test kernel accesses not proven in bounds at run time (a debug build)."""
     fast_math: bool = False
     """Let LLVM assume no NaN, inf or signed zero (results change for them)."""
+    target: Target = Target()
+    """The CPU compiled for; ``Target()`` is this one (``"llvm"``)."""
 
 
 @dataclass
@@ -77,13 +84,15 @@ def to_graph(
     return graph
 
 
-def to_kernel(graph: ModuleOp) -> ModuleOp:
-    """Stage ``kernel``: every graph op lowered to a kernel call (copy)."""
+def to_kernel(graph: ModuleOp, options: CompileOptions = CompileOptions()) -> ModuleOp:
+    """Stage ``kernel``: every graph op lowered to a kernel call (copy),
+    tiles shaped for the target's vector registers."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
     kernel = graph.clone()
-    LowerGraphToKernelPass().apply(make_context(), kernel)
+    vector_bits = options.target.vector_bits
+    LowerGraphToKernelPass(vector_bits=vector_bits).apply(make_context(), kernel)
     return kernel
 
 
@@ -91,7 +100,7 @@ def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()
     """Stage ``llvm-dialect``: the entry program and its kernels as llvm ops (copy)."""
     from xdsl.dialects import func
 
-    from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
+    from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
     from ember.lowering.program_to_llvm import lower_program_to_llvm
 
     lowered = kernel.clone()
@@ -109,21 +118,22 @@ def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()
     lower_kernels_to_llvm(
         lowered, bounds_check=options.bounds_check, fast_math=options.fast_math
     )
+    set_vector_width(lowered, options.target.vector_bits)
     return LoweredProgram(lowered, layout, constants)
 
 
-def to_llvm_ir(program: LoweredProgram) -> str:
-    """Stage ``llvm-ir``: optimised LLVM IR text for the host CPU."""
+def to_llvm_ir(program: LoweredProgram, target: Target = Target()) -> str:
+    """Stage ``llvm-ir``: optimised LLVM IR text for ``target``'s CPU."""
     from ember.runtime.jit import optimize, translate
 
-    return optimize(translate(program.module))
+    return optimize(translate(program.module, target), target)
 
 
-def to_asm(llvm_ir: str) -> str:
-    """Stage ``asm``: host assembly."""
+def to_asm(llvm_ir: str, target: Target = Target()) -> str:
+    """Stage ``asm``: ``target``'s assembly."""
     from ember.runtime.jit import assembly
 
-    return assembly(llvm_ir)
+    return assembly(llvm_ir, target)
 
 
 def lower_to_stage(
@@ -143,11 +153,11 @@ def lower_to_stage(
     graph = to_graph(module, params, options)
     if stage == "graph":
         return str(graph)
-    kernel = to_kernel(graph)
+    kernel = to_kernel(graph, options)
     if stage == "kernel":
         return str(kernel)
     program = to_llvm_dialect(kernel, options)
     if stage == "llvm-dialect":
         return str(program.module)
-    llvm_ir = to_llvm_ir(program)
-    return llvm_ir if stage == "llvm-ir" else to_asm(llvm_ir)
+    llvm_ir = to_llvm_ir(program, options.target)
+    return llvm_ir if stage == "llvm-ir" else to_asm(llvm_ir, options.target)

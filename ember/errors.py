@@ -27,6 +27,12 @@ class RuntimeFailure(EmberError, RuntimeError):
     """A compiled module or executor was used wrongly or failed to run."""
 
 
+class TargetError(EmberError, ValueError):
+    """A target string that does not parse: an unknown option, CPU or CPU
+    feature (named, with the closest known names), or an option of another
+    kind of target."""
+
+
 class ArtifactError(RuntimeFailure):
     """An exported module or pipeline on disk is missing, damaged, forged, or
     of another format version; the message names the file and the field."""

@@ -45,9 +45,9 @@ def compiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     original = jit.compile_llvm
 
-    def counting(module):  # type: ignore[no-untyped-def]
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
-        return original(module)
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(jit, "compile_llvm", counting)
     return calls

@@ -34,8 +34,9 @@ Performance-minded loop structures (correctness first; schedules refine):
   of (flattened output pixels or rows) × (one panel) accumulates in a small
   scratch buffer whose lane loop is ``vectorized``: LLVM keeps it in vector
   registers, so a reduction step is one panel load, a broadcast per pixel
-  and ~12 FMAs.  Tiles are shaped by :class:`VectorTarget` (the host's
-  vector width by default); (panel, tile) pairs run in ``parallel``; the
+  and ~12 FMAs.  Tiles are shaped by :class:`VectorTarget` (the
+  compile target's vector width, :attr:`ember.target.Target.vector_bits`;
+  this host's by default); (panel, tile) pairs run in ``parallel``; the
   epilogue runs in the store.  Grouped conv2d keeps a row-vectorised nest:
   the output channel ``parallel``, the reduction outside an innermost
   ``vectorized`` loop over the output row, in a scratch row.
@@ -1071,15 +1072,9 @@ class VectorTarget:
 
 @cache
 def _host_target() -> VectorTarget:
-    import llvmlite.binding as llvm
+    from ember.target import Target
 
-    llvm.initialize_native_target()
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512f", False):
-        return VectorTarget(512)
-    if features.get("avx", False):
-        return VectorTarget(256)
-    return VectorTarget(128)
+    return VectorTarget(Target.host().vector_bits)
 
 
 TILE_ACCUMULATORS = 10

@@ -74,6 +74,12 @@ which frees its heap buffers and returns.  The runtime
 (:mod:`ember.runtime.jit`) defines that function; it records the error, which
 the caller raises once the native call is over.  Proven accesses cost
 nothing, and without the option no code changes.
+
+:func:`set_vector_width` gives every defined function the vector width of
+its target as MLIR's ``passthrough`` attributes (``prefer-vector-width``,
+``min-legal-vector-width``), which the JIT hands to LLVM: without them
+LLVM's tuning for AVX-512 CPUs (``prefer-256-bit``) vectorises tiles shaped
+for 16 lanes as 8-lane code.
 """
 
 from __future__ import annotations
@@ -974,3 +980,17 @@ def lower_kernels_to_llvm(
             module.body.block.add_op(
                 llvm.FuncOp(name, signature, linkage=llvm.LinkageAttr("external"))
             )
+
+
+VECTOR_WIDTH_ATTRIBUTES = ("prefer-vector-width", "min-legal-vector-width")
+"""LLVM's function attributes that set the vector width code is generated for."""
+
+
+def set_vector_width(module: ModuleOp, bits: int) -> None:
+    """Ask LLVM for ``bits``-wide vectors in every function ``module`` defines
+    (``passthrough = [["prefer-vector-width", "512"], …]``), in place."""
+    width = StringAttr(str(bits))
+    attributes = [ArrayAttr([StringAttr(name), width]) for name in VECTOR_WIDTH_ATTRIBUTES]
+    for op in module.ops:
+        if isinstance(op, llvm.FuncOp) and op.body.blocks:
+            op.passthrough = ArrayAttr(attributes)

@@ -18,7 +18,8 @@ fused function erased once nothing calls it.
   ``AlterOpLayout`` + constant folding): a new constant feeds the kernel and
   the original goes away if nothing else uses it.  Any other weight is
   packed by the kernel at run time.  ``vector-bits`` chooses the vector
-  width kernels are shaped for (0, the default: this host's).
+  width kernels are shaped for (0, the default: this host's; ``ember.build``
+  passes its target's).
 * ``graph.constant`` stays a constant (data, not compute);
   ``graph.call_kernel``, ``graph.call_extern``, ``func.call`` and
   ``func.return`` stay as they are; functions already marked

@@ -17,8 +17,11 @@ and handed to the registered function (destination passing).
 
 Artifact payload: ``program.o`` (the optimised object code, linked again by
 MCJIT on load — nothing is recompiled), ``layout.json`` (the frame plan) and
-``constants.npz``; the backend metadata records the CPU the code was compiled
-for, and loading on a CPU that lacks its features is an error, not a crash.
+``constants.npz``; the backend metadata records the target the code was
+compiled for (:class:`~ember.target.Target`), its CPU and the CPU features the
+code may use, and loading on a CPU that lacks any of them is an error, not a
+crash.  A module built for such a target (cross-compiling) exports, but
+running it here raises :class:`RuntimeFailure` naming the missing features.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from ember.runtime.artifact import (
 from ember.runtime.module import FunctionSignature, Module
 from ember.runtime.ndarray import NDArray, as_ndarray, empty_aligned
 from ember.runtime.registry import call_dps_packed_into
+from ember.target import Target, host_cpu_name, host_features
 
 OBJECT_FILE = "program.o"
 LAYOUT_FILE = "layout.json"
@@ -72,7 +76,7 @@ LAYOUT_SCHEMA = {
     "workspace_bytes": NATURAL,
     "externs": [{"function": STRING, "inputs": [_BUFFER], "outputs": [_BUFFER]}],
 }
-METADATA_SCHEMA = {"cpu": STRING, "features": [STRING]}
+METADATA_SCHEMA = {"target": STRING, "cpu": STRING, "features": [STRING]}
 
 
 def layout_digest(layout_json: Mapping[str, Any]) -> str:
@@ -178,7 +182,7 @@ class LLVMModule(Module):
         self._frame[layout.context_slot] = self._context
         if layout.externs:
             _CONTEXTS[self._context] = layout.externs
-        self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(jit.address(layout.symbol))
+        self._entry: Any = None  # bound on the first run: code for another CPU has none
         self._lock = threading.Lock()
 
     def __del__(self) -> None:
@@ -191,6 +195,11 @@ class LLVMModule(Module):
     @property
     def llvm_ir(self) -> str:
         return self._jit.llvm_ir
+
+    @property
+    def compiled_for(self) -> Target:
+        """The target the native code was compiled for."""
+        return self._jit.target
 
     # -- compile -----------------------------------------------------------
 
@@ -212,11 +221,11 @@ class LLVMModule(Module):
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
         graph = compiler.to_graph(ir, params, options)
-        program = compiler.to_llvm_dialect(compiler.to_kernel(graph), options)
+        program = compiler.to_llvm_dialect(compiler.to_kernel(graph, options), options)
         if program.layout.externs:
             _install_callback()
         program.module.body.block.add_op(_digest_global(program.layout))
-        jit = compile_llvm(program.module)
+        jit = compile_llvm(program.module, options.target)
         return cls(
             signature, params, extern_function_names(ir), jit, program.layout, program.constants
         )
@@ -224,6 +233,9 @@ class LLVMModule(Module):
     # -- run ---------------------------------------------------------------
 
     def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
+        if self._entry is None:
+            address = self._jit.address(self._layout.symbol)
+            self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
         frame = self._frame
         with self._lock:
             for i, array in enumerate(inputs):
@@ -255,12 +267,11 @@ class LLVMModule(Module):
         }
 
     def backend_metadata(self) -> dict[str, Any]:
-        import llvmlite.binding as llvm
-
-        features = llvm.get_host_cpu_features()
+        target = self._jit.target
         return {
-            "cpu": llvm.get_host_cpu_name(),
-            "features": sorted(name for name, on in features.items() if on),
+            "target": str(target),
+            "cpu": target.cpu,
+            "features": sorted(target.features),
         }
 
     @classmethod
@@ -295,7 +306,7 @@ class LLVMModule(Module):
         constants = _read_constants(files[CONSTANTS_FILE], layout)
         _check_symbols_resolve(obj)
         try:
-            jit = load_object(files[OBJECT_FILE])
+            jit = load_object(files[OBJECT_FILE], target=_recorded_target(metadata))
             jit.address(layout.symbol)
         except (RuntimeError, EmberError) as e:
             raise ArtifactError(f"cannot load {OBJECT_FILE}: {e}") from None
@@ -303,16 +314,21 @@ class LLVMModule(Module):
 
 
 def _check_cpu(metadata: Mapping[str, Any]) -> None:
-    import llvmlite.binding as llvm
-
-    host = {name for name, on in llvm.get_host_cpu_features().items() if on}
-    missing = sorted(set(metadata["features"]) - host)
+    missing = sorted(set(metadata["features"]) - host_features())
     if missing:
         raise ArtifactError(
-            f"the module was compiled for a {metadata['cpu']} CPU; this "
-            f"CPU ({llvm.get_host_cpu_name()}) lacks {', '.join(missing[:8])}: "
-            "build it again on this machine"
+            f"the module was compiled for target {metadata['target']!r} (a "
+            f"{metadata['cpu']} CPU); this CPU ({host_cpu_name()}) lacks "
+            f"{', '.join(missing[:8])}{' …' if len(missing) > 8 else ''}: "
+            "build it again for this machine (target 'llvm')"
         )
+
+
+def _recorded_target(metadata: Mapping[str, Any]) -> Target:
+    try:
+        return Target.parse(metadata["target"])
+    except EmberError as e:
+        raise ArtifactError(f"corrupt manifest: field backend.target: {e}") from None
 
 
 def _read_layout_json(data: bytes) -> dict[str, Any]:

@@ -21,7 +21,10 @@ By default the function is compiled to native code (``ember.build(...,
 target="llvm")``) and run once; ``--interpret`` runs the reference
 interpreter instead, and ``--bench N`` also reports the latency of N runs.
 ``--check-bounds`` compiles a debug build that tests every kernel index not
-proven in bounds (``options={"bounds_check": True}``).
+proven in bounds (``options={"bounds_check": True}``).  ``--target`` takes a
+target string (``"llvm -mattr=-avx"``, ``"llvm -libs=blas"``, ``"interp"``):
+``ember.build(..., target=…)``; code for a CPU this one is not fails with
+the features it lacks.
 Execution sits behind :func:`prepare` and the table :data:`ENGINES`, so
 input handling and reporting do not depend on how a function runs.
 
@@ -49,6 +52,7 @@ from xdsl.ir import Attribute
 
 from ember.dialects.graph import argument_name, numpy_dtype, tensor_type, type_str
 from ember.errors import EmberError
+from ember.target import Target
 from ember.limits import check_array
 from ember.tools import read_module, remark_arguments, run_tool
 
@@ -63,13 +67,13 @@ RANDOM = "random"
 Runner = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
 """A prepared function: inputs in argument order -> one array per result."""
 
-Engine = Callable[[ModuleOp, str, Mapping[str, Any] | None], Runner]
-"""Prepares ``entry`` of a module once (e.g. compiles it, with
-``ember.build`` options) and returns a runner."""
+Engine = Callable[[ModuleOp, str, Mapping[str, Any] | None, str], Runner]
+"""Prepares ``entry`` of a module once (e.g. compiles it for a target string,
+with ``ember.build`` options) and returns a runner."""
 
 
 def _interpreter(
-    module: ModuleOp, entry: str, options: Mapping[str, Any] | None
+    module: ModuleOp, entry: str, options: Mapping[str, Any] | None, target: str
 ) -> Runner:
     # No build option applies: the interpreter checks every index itself.
     from ember.interp import interpret
@@ -78,12 +82,12 @@ def _interpreter(
 
 
 def _compiled(
-    module: ModuleOp, entry: str, options: Mapping[str, Any] | None
+    module: ModuleOp, entry: str, options: Mapping[str, Any] | None, target: str
 ) -> Runner:
     from ember.build import build
     from ember.runtime.graph_executor import GraphExecutor
 
-    lib = build(module, target="llvm", entry=entry, options=options)
+    lib = build(module, target=target, entry=entry, options=options)
     executor = GraphExecutor(lib)
 
     def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -104,12 +108,13 @@ def prepare(
     entry: str,
     engine: str = "llvm",
     options: Mapping[str, Any] | None = None,
+    target: str = "llvm",
 ) -> Runner:
     """Get function ``entry`` of ``module`` ready to run on ``engine``
-    (``options``: ``ember.build``'s, for the compiled engine)."""
+    (``options`` and ``target``: ``ember.build``'s, for the compiled engine)."""
     if engine not in ENGINES:
         raise EmberError(f"unknown engine '{engine}' (known: {', '.join(ENGINES)})")
-    return ENGINES[engine](module, entry, options)
+    return ENGINES[engine](module, entry, options, target)
 
 
 def execute(
@@ -368,6 +373,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="run with the reference interpreter instead of compiled code",
     )
     parser.add_argument(
+        "--target",
+        default="llvm",
+        help="target string to build for, e.g. 'llvm -mattr=-avx' or "
+        "'llvm -libs=blas' (default: llvm, this CPU)",
+    )
+    parser.add_argument(
         "--check-bounds",
         action="store_true",
         help="debug build: test every kernel index not proven in bounds at run "
@@ -404,6 +415,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.seed < 0:
         # numpy's generators take non-negative seeds only.
         raise EmberError(f"--seed needs a non-negative integer, got {args.seed}")
+    target = str(Target.parse(args.target))  # a bad target fails before any work
     if _is_exported_pipeline(args.input_file):
         return _run_pipeline(args)
     module, name = read_module(args.input_file)
@@ -416,8 +428,10 @@ def _main(argv: Sequence[str] | None) -> int:
     for line in origins:
         print(line)
     options = {"bounds_check": True} if args.check_bounds else None
+    if args.interpret and target != "llvm":
+        raise EmberError("--interpret runs the reference interpreter: drop --target")
     engine = "interpret" if args.interpret else "llvm"
-    runner = prepare(module, args.entry, engine, options)
+    runner = prepare(module, args.entry, engine, options, target)
     outputs = runner(inputs)
     report_outputs(outputs, args.output)
     if args.bench is not None:
@@ -469,6 +483,8 @@ def _run_pipeline(args: argparse.Namespace) -> int:
         raise EmberError(
             "--check-bounds does not apply to pipelines: stages run as built"
         )
+    if args.target != "llvm":
+        raise EmberError("--target does not apply to pipelines: stages run as built")
     if args.input_file == "-":
         raise EmberError("a pipeline is read from a file or an exported directory, not stdin")
     if args.count < 1:

@@ -12,7 +12,9 @@ back by ``ember-opt``::
     ember-translate net.mlir --emit=ptx           # ... compiled by NVRTC
 
 ``--emit=graph`` prints the graph program after the graph pipeline that
-``ember.build`` runs (``--pipeline`` changes it).
+``ember.build`` runs (``--pipeline`` changes it).  ``--target`` is a target
+string (:class:`ember.target.Target`): ``--target="llvm -mcpu=skylake-avx512"``
+prints the kernels, IR and assembly for that CPU, which need not be this one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.compiler import CompileOptions
+from ember.errors import TargetError
+from ember.target import Target
 from ember.tools import read_module, remark_arguments, run_tool, write_output
 
 TOOL = "ember-translate"
@@ -52,6 +56,12 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="CUDA architecture for --emit=ptx (default sm_90)",
     )
     parser.add_argument(
+        "--target",
+        default="llvm",
+        help="target string for the CPU stages, e.g. 'llvm -mcpu=skylake-avx512' "
+        "or 'llvm -mattr=-avx' (default: llvm, this CPU)",
+    )
+    parser.add_argument(
         "--entry", default="main", help="function to compile (default: main)"
     )
     parser.add_argument(
@@ -67,8 +77,14 @@ def _main(argv: Sequence[str] | None) -> int:
     from ember.compiler import lower_to_stage
 
     args = _argument_parser().parse_args(argv)
+    target = Target.parse(args.target)  # a bad target fails before any work
+    if target.kind != "llvm":
+        raise TargetError(
+            f"--target {args.target!r}: ember-translate prints the stages of the "
+            "'llvm' compiler (--emit=cuda and ptx take --arch)"
+        )
     module, _ = read_module(args.input_file)
-    options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline)
+    options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline, target=target)
     if args.emit == "dot":
         result = _dot(module, options)
     elif args.emit in ("cuda", "ptx"):

@@ -24,7 +24,7 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf3
   func.return %d, %x, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
-// CHECK:      llvm.func @__ember_entry_main(%frame: !llvm.ptr) {
+// CHECK:      llvm.func @__ember_entry_main(%frame: !llvm.ptr) attributes {passthrough = {{\[\["prefer-vector-width", "[0-9]+"\], \["min-legal-vector-width", "[0-9]+"\]\]}}} {
 // CHECK:        %x = llvm.load
 // CHECK:        %out0 = llvm.load
 // CHECK:        %out1 = llvm.load
