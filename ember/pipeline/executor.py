@@ -12,12 +12,24 @@ next result — over a :class:`~ember.pipeline.build.PipelineLibrary`::
 How it runs
 -----------
 One Python thread per stage, started on the first pipelined ``run()``,
-joined by ``queue.Queue(maxsize=capacity)`` s: while stage 1 works on input
-*n*, stage 0 works on input *n + 1*.  Threads are enough: compiled stages
-run native code through ctypes, which releases the GIL.  Each item carries
-its input index and the values flowing down the pipeline (a value is
-dropped after its last consumer); results leave the last stage in input
-order, and ``get_output`` returns them in that order, none lost.
+joined by bounded channels (a ``deque`` that takes a lock only when a side
+must sleep, after a short poll): while stage 1 works on input *n*, stage 0
+works on input *n + 1*.  Threads are enough: compiled stages run native
+code through ctypes, which releases the GIL.  Each item carries its input
+index and one slot per value flowing down the pipeline.  Values between
+stages live in recycled buffers, one pool per value: the stage that writes
+it takes a buffer, the last stage that reads it gives it back, so after
+warm-up an input allocates nothing but its global outputs, which are the
+caller's to keep.  Results leave the last stage in input order, and
+``get_output`` returns them in that order, none lost.
+
+While the workers run, kernels' parallel loops get a share of the cores
+(``kernel_threads``: one per pinned stage, else the cores divided among
+the host's stages), so that stage threads and kernel teams do not fight.
+Stages too small to gain from threads (together under
+:data:`INLINE_SECONDS` per input, as timed while they run) run back to
+back in the caller's thread instead (``inline=None``, the default;
+``inline=False`` always uses the threads); ``inline_runs`` counts them.
 
 Memory is bounded: at most ``max_in_flight`` inputs may be submitted and
 not yet read.  A ``run()`` beyond that raises :class:`PipelineFull` at once
@@ -270,7 +282,7 @@ class _StagePlan:
     memory: Device
     """Where this stage's buffers live: the host for CPU stages."""
     seconds: float = math.nan
-    """The stage's recent time per input (a moving average of its runs)."""
+    """The stage's recent time per input, NaN until it has run."""
 
     def run(self, item: _Item) -> None:
         """Run the stage on ``item`` in place; record a failure as its error."""
@@ -294,8 +306,10 @@ class _StagePlan:
                 values[slot] = output  # taken before the failure: given back too
             self.layout.release(values, range(len(values)))
             return
+        # The lower envelope of the stage's times: a drop is taken at once, a
+        # rise (or a run preempted on a busy machine) only bit by bit.
         seconds = self.seconds
-        self.seconds = took if seconds != seconds else seconds + (took - seconds) / 8
+        self.seconds = took if not seconds <= took else seconds + (took - seconds) / 32
         for slot, output in zip(self.output_slots, outputs):
             values[slot] = output
         self.layout.release(values, self.released)
@@ -701,7 +715,9 @@ class PipelineExecutor:
     ``load_library`` returns.  ``capacity``: items per queue between stages;
     ``max_in_flight``: inputs submitted and not yet read before the pipeline
     is full (see ``run``); ``pin_cores``: see the module docstring (None: pin
-    when stages use more than one CPU device).
+    when stages use more than one CPU device); ``inline``: run the stages in
+    the caller's thread (True), through the stage threads (False), or the
+    former only while they are too small to pipeline (None).
     """
 
     def __init__(
@@ -918,10 +934,15 @@ class PipelineExecutor:
 
     def _checked(self, name: str, value: Any) -> np.ndarray:
         spec = self._input_specs[name]
-        values = as_host_array(
-            value, f"set_input({name!r})", dtype=np.dtype(spec.dtype)
+        dtype = np.dtype(spec.dtype)
+        # Checked for every input of map/submit: no message is formatted,
+        # and no dtype name read (slow in numpy), unless something is wrong.
+        values = (
+            value
+            if isinstance(value, np.ndarray)
+            else as_host_array(value, f"set_input({name!r})", dtype=dtype)
         )
-        if values.shape != spec.shape or values.dtype.name != spec.dtype:
+        if values.shape != spec.shape or values.dtype != dtype:
             hint = (
                 f"; convert it with .astype('{spec.dtype}')"
                 if values.dtype.name != spec.dtype
