@@ -67,18 +67,19 @@ def _inputs(count: int) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("inline", [False, True])
 def test_buffers_are_recycled_and_outputs_stay_the_callers(three_stages, inline):
-    """After a warm-up, 300 more inputs allocate no buffer; every output kept
-    by the caller still holds its own input's result (outputs are not
-    recycled), in order, none lost."""
+    """320 inputs allocate a few buffers per value, as many as were ever in
+    use at once (how many depends on the threads' timing, never on the
+    number of inputs); every output kept by the caller still holds its own
+    input's result (outputs are not recycled), in order, none lost."""
     module, lib = three_stages
     inputs = _inputs(320)
     with PipelineModule(lib, inline=inline) as pipe:
-        kept = [out[0] for out in pipe.map(inputs[:20])]
-        warm = pipe.buffers_allocated
-        kept += [out[0] for out in pipe.map(inputs[20:])]
-        assert pipe.buffers_allocated == warm
-        # Three stages, capacity 2: a few buffers per value, never one per input.
-        assert 0 < warm <= 40
+        kept = [out[0] for out in pipe.map(inputs)]
+        # 3 pooled values (x, and %0 and %2 crossing cuts); map keeps at
+        # most 10 inputs in flight, so no value needs more than 10 buffers.
+        assert 0 < pipe.buffers_allocated <= 3 * 10
+        if inline:  # one input at a time: one buffer per value
+            assert pipe.buffers_allocated == 3
         assert pipe.inline_runs == (320 if inline else 0)
     assert len(kept) == len(inputs)
     assert len({id(out) for out in kept}) == len(inputs)
