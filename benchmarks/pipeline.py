@@ -28,7 +28,9 @@ hits all alike); the table gives medians: inputs/s, the ratio to
 sequential, and the per-input overhead — the time per input beyond the
 compute it needs (the whole network's kernel time for sequential; the
 slower stage's for a pipeline, whose stages overlap), each stage timed on
-its own with its buffers preallocated.  Nothing here is asserted anywhere.
+its own with its buffers preallocated — and the process CPU time per input
+(all threads), steadier than wall time on a shared machine.  Nothing here
+is asserted anywhere.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class Mode:
     """The compute one input needs on the mode's critical path."""
     note: Callable[[], str] = lambda: ""
     rates: list[float] | None = None
+    cpu_seconds: list[float] | None = None
+    """Process CPU time per input (all threads): steadier than wall time
+    on a shared machine, and what the hand-off costs in work."""
 
 
 def module_seconds(module: Module, repeat: int) -> float:
@@ -108,7 +113,10 @@ def piped(pipe: PipelineModule) -> Stream:
     return lambda inputs: [outputs[0].numpy() for outputs in pipe.map(inputs)]
 
 
-def measure(name: str, count: int, rounds: int) -> list[tuple[str, float, float, float, str]]:
+Row = tuple[str, float, float, float, float, str]
+
+
+def measure(name: str, count: int, rounds: int) -> list[Row]:
     module, params = workloads.get(name)
     start = time.perf_counter()
     whole = ember.build(module, "llvm", params=params)
@@ -163,15 +171,16 @@ def measure(name: str, count: int, rounds: int) -> list[tuple[str, float, float,
             for got, expected in zip(mode.stream(pool), reference):
                 np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=mode.name)
         for mode in modes:
-            mode.rates = []
+            mode.rates, mode.cpu_seconds = [], []
         for _ in range(rounds):
             for mode in modes:
                 if mode is modes[0]:
                     with every_core():
-                        took = _timed(mode.stream, inputs)
+                        took, cpu = _timed(mode.stream, inputs)
                 else:
-                    took = _timed(mode.stream, inputs)
+                    took, cpu = _timed(mode.stream, inputs)
                 mode.rates.append(count / took)
+                mode.cpu_seconds.append(cpu / count)
     finally:
         for pipe in (threaded, auto, ray):
             if pipe is not None:
@@ -181,9 +190,10 @@ def measure(name: str, count: int, rounds: int) -> list[tuple[str, float, float,
     for mode in modes:
         rate = statistics.median(mode.rates or [0.0])
         overhead = 1e6 * (1 / rate - mode.compute_seconds)
-        rows.append((mode.name, rate, rate / baseline, overhead, mode.note()))
+        cpu = 1e6 * statistics.median(mode.cpu_seconds or [0.0])
+        rows.append((mode.name, rate, rate / baseline, overhead, cpu, mode.note()))
     if ray is None:
-        rows.append((why_not, math.nan, math.nan, math.nan, ""))
+        rows.append((why_not, math.nan, math.nan, math.nan, math.nan, ""))
     return rows
 
 
@@ -199,10 +209,11 @@ def every_core() -> Iterator[None]:
         threads.set_num_threads(previous)
 
 
-def _timed(stream: Stream, inputs: Sequence[np.ndarray]) -> float:
-    start = time.perf_counter()
+def _timed(stream: Stream, inputs: Sequence[np.ndarray]) -> tuple[float, float]:
+    """Wall-clock and process CPU seconds ``stream(inputs)`` took."""
+    start, cpu = time.perf_counter(), time.process_time()
     stream(inputs)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,14 +230,20 @@ def main(argv: list[str] | None = None) -> int:
         count = args.count_resnet if name == "resnet18" else args.count_tiny
         results[name] = measure(name, count, args.rounds)
     print()
-    print("| workload | mode | inputs/s | x sequential | overhead/input (us) | path |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| workload | mode | inputs/s | x sequential | overhead/input (us) "
+        "| CPU/input (us) | path |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, rows in results.items():
-        for mode, rate, ratio, overhead, note in rows:
+        for mode, rate, ratio, overhead, cpu, note in rows:
             if math.isnan(rate):  # the ray line when there is no ray
-                print(f"| {name} | {mode} | | | | |")
+                print(f"| {name} | {mode} | | | | | |")
                 continue
-            print(f"| {name} | {mode} | {rate:.1f} | {ratio:.2f} | {overhead:.1f} | {note} |")
+            print(
+                f"| {name} | {mode} | {rate:.1f} | {ratio:.2f} | {overhead:.1f} "
+                f"| {cpu:.1f} | {note} |"
+            )
     return 0
 
 
