@@ -234,3 +234,17 @@ def test_channel_is_a_bounded_fifo_that_loses_no_wake_up():
 def test_inline_must_be_a_bool_or_none(three_stages):
     with pytest.raises(ember.pipeline.PipelineError, match="inline must be True, False or None"):
         PipelineModule(three_stages[1], inline="yes")
+
+
+def test_benchmark_says_which_path_ran(three_stages, monkeypatch):
+    _, lib = three_stages
+    monkeypatch.setattr(executor_module, "INLINE_SECONDS", math.inf)
+    with PipelineModule(lib) as pipe:
+        pipe.set_input("x", np.ones(4, np.float32))
+        result = pipe.benchmark(20, warmup=1)  # the warm-up input times the stages
+        assert result.inline == 20
+        assert "20 ran inline, stages too small to pipeline" in str(result)
+    with PipelineModule(lib, inline=False) as pipe:
+        pipe.set_input("x", np.ones(4, np.float32))
+        result = pipe.benchmark(20)
+        assert result.inline == 0 and "inline" not in str(result)

@@ -692,6 +692,8 @@ class ThroughputResult:
     mode: str
     count: int
     seconds: float
+    inline: int = 0
+    """Pipelined inputs that ran in the caller's thread (the small-stage fast path)."""
 
     @property
     def per_second(self) -> float:
@@ -702,9 +704,14 @@ class ThroughputResult:
         return self.seconds * 1e3 / self.count
 
     def __str__(self) -> str:
+        path = (
+            f"; {self.inline} ran inline, stages too small to pipeline"
+            if self.inline
+            else ""
+        )
         return (
             f"{self.mode}: {self.count} inputs in {self.seconds:.3f} s = "
-            f"{self.per_second:.1f} inputs/s ({self.ms_per_input:.3f} ms each)"
+            f"{self.per_second:.1f} inputs/s ({self.ms_per_input:.3f} ms each{path})"
         )
 
 
@@ -1327,7 +1334,7 @@ class PipelineExecutor:
         for _ in range(warmup):
             self.run(sync=sync)
             self.get_output()
-        start = time.perf_counter()
+        start, inline_before = time.perf_counter(), self.inline_runs
         if sync:
             for _ in range(count):
                 self.run(sync=True)
@@ -1335,7 +1342,10 @@ class PipelineExecutor:
         else:
             self._pipelined(count)
         return ThroughputResult(
-            "sequential" if sync else "pipelined", count, time.perf_counter() - start
+            "sequential" if sync else "pipelined",
+            count,
+            time.perf_counter() - start,
+            self.inline_runs - inline_before,
         )
 
     def _pipelined(self, count: int) -> None:
