@@ -252,3 +252,19 @@ def test_the_compile_column_is_a_cold_build(
     runner.run()
     _assert_close(runner.output(), expected)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_pipeline_benchmark_prints_one_row_per_mode(capsys) -> None:
+    """benchmarks/pipeline.py on tiny_pipe: every mode's outputs were checked
+    against the sequential run's (it raises otherwise), and the table has
+    a row for each, the Ray row saying why it is missing when it is."""
+    import pipeline as pipeline_benchmark
+
+    assert pipeline_benchmark.main(
+        ["--workloads", "tiny_pipe", "--count-tiny", "20", "--rounds", "1"]
+    ) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| tiny_pipe |")]
+    modes = [row.split("|")[2].strip() for row in rows]
+    assert modes[:3] == ["sequential", "pipelined (threads)", "pipelined (auto)"]
+    assert len(modes) == 4 and modes[3].startswith("ray")
+    assert "inputs inline" in rows[2]

@@ -260,3 +260,70 @@ def test_balance_minimises_the_costliest_stage() -> None:
         ember.apply_passes(module, "split-graph{balance=2 ops=relu indices=0}")
     with pytest.raises(ember.PassError, match="balance needs 2 stages or more"):
         ember.apply_passes(module, "split-graph{balance=1}")
+
+
+# --------------------------------------------------------------------------
+# balance=N costs=FILE: stages of near-equal measured time
+# --------------------------------------------------------------------------
+
+TWO_DENSE = """
+func.func @main(%x: tensor<1x8xf32>, %w0: tensor<16x8xf32>, %w1: tensor<4x16xf32>) -> tensor<1x4xf32> {
+  %h = graph.dense %x, %w0 : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+  %r = graph.relu %h : tensor<1x16xf32>
+  %y = graph.dense %r, %w1 : (tensor<1x16xf32>, tensor<4x16xf32>) -> tensor<1x4xf32>
+  func.return %y : tensor<1x4xf32>
+}
+"""
+
+
+def test_measured_costs_move_the_balanced_cut(tmp_path) -> None:
+    """The estimate cuts after the first dense; times that make the second
+    dense the heavy op move the cut after the relu (Python API and pass)."""
+    import json
+
+    from ember.passes.split_graph import balanced_cuts
+
+    module = ember.parse(TWO_DENSE)
+    assert balanced_cuts(module, 2) == (["graph.dense"], [0])
+    measured = {("graph.dense", 0): 1.0, ("graph.relu", 0): 1.0, ("graph.dense", 1): 3.0}
+    assert balanced_cuts(module, 2, costs=measured) == (["graph.relu"], [0])
+    path = tmp_path / "costs.json"
+    path.write_text(
+        json.dumps(
+            {"ops": [{"op": op, "index": i, "seconds": t} for (op, i), t in measured.items()]}
+        )
+    )
+    split = ember.apply_passes(module, f"split-graph{{balance=2 costs={path}}}")
+    first, _ = stage_functions(split)
+    assert [op.name for op in first.body.block.ops][-2] == "graph.relu"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "cannot read split-graph costs file .*costs.json"),
+        ('{"ops": 3}', 'expected an object with a list "ops"'),
+        ('{"ops": [{"op": "relu", "index": -1, "seconds": 1}]}', r"ops\[0\] must be"),
+        ('{"ops": [{"op": "relu", "index": 0, "seconds": "1"}]}', r"ops\[0\] must be"),
+        (
+            '{"ops": [{"op": "relu", "index": 0, "seconds": 1}, {"op": "graph.relu", "index": 0, "seconds": 1}]}',
+            r"ops\[1\] repeats graph.relu #0",
+        ),
+        ('{"ops": [{"op": "relu", "index": 1, "seconds": 1}]}', "graph.relu #1, but @main has 1 graph.relu op$"),
+        ('{"ops": [{"op": "conv2d", "index": 0, "seconds": 1}]}', "has 0 graph.conv2d ops"),
+        ('{"ops": [{"op": "relu", "index": 0, "seconds": 0}]}', "all zero"),
+        ('{"ops": [{"op": "relu", "index": 0, "seconds": 1e999}]}', "finite number"),
+    ],
+)
+def test_a_bad_costs_file_is_an_error_naming_the_entry(tmp_path, content, message) -> None:
+    path = tmp_path / "costs.json"
+    path.write_text(content)
+    with pytest.raises(ember.PassError, match=message):
+        ember.apply_passes(ember.parse(TWO_DENSE), f"split-graph{{balance=2 costs={path}}}")
+
+
+def test_costs_need_balance(tmp_path) -> None:
+    with pytest.raises(ember.PassError, match="costs= weighs the stages of balance=N"):
+        ember.apply_passes(
+            ember.parse(TWO_DENSE), f"split-graph{{ops=relu indices=0 costs={tmp_path}/c.json}}"
+        )

@@ -44,9 +44,13 @@ function did.  Each stage is placed on ``target``/``device`` (``llvm`` on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -66,6 +70,7 @@ __all__ = [
     "SplitGraphPass",
     "SplitPlan",
     "balanced_cuts",
+    "load_op_costs",
     "plan_split",
     "split_graph",
     "stage_functions",
@@ -345,10 +350,18 @@ def _stage_names(module: ModuleOp, plan: SplitPlan, spec: str) -> list[str]:
     return names
 
 
-def _report_split(plan: SplitPlan, names: Sequence[str]) -> None:
-    """Remarks: each cut (at the op it follows) and each stage's estimated cost."""
+def _report_split(
+    plan: SplitPlan, names: Sequence[str], measured: OpCosts | None
+) -> None:
+    """Remarks: each cut (at the op it follows) and each stage's estimated
+    cost, and its measured time when ``measured`` gives one."""
     costs = [total_cost(ops) for ops in plan.stages]
     total = sum(c.flops for c in costs) or 1
+    times: list[float] = []
+    if measured is not None:
+        body = [op for ops in plan.stages for op in ops]
+        key_of = dict(zip(body, _occurrences(body)))
+        times = [sum(measured.get(key_of[op], 0.0) for op in ops) for ops in plan.stages]
     for s, (ops, name) in enumerate(zip(plan.stages, names)):
         if s + 1 < len(plan.stages):
             last = ops[-1]
@@ -367,16 +380,25 @@ def _report_split(plan: SplitPlan, names: Sequence[str]) -> None:
                 stage=name,
                 next_stage=names[s + 1],
             )
+        timed = {}
+        text = ""
+        if times:
+            timed = {"seconds": times[s]}
+            text = (
+                f"; measured {times[s] * 1e3:.3g} ms "
+                f"({100 * times[s] / (sum(times) or 1):.0f}% of the time)"
+            )
         remarks.analysis(
             "split-graph",
             f"stage @{name}: {sum(1 for o in ops if o.name != 'graph.constant')} ops, "
             f"estimated {costs[s].describe()} "
-            f"({100 * costs[s].flops / total:.0f}% of the FLOPs)",
+            f"({100 * costs[s].flops / total:.0f}% of the FLOPs){text}",
             ops[:1],
             stage=name,
             ops=len(ops),
             flops=costs[s].flops,
             bytes=costs[s].bytes,
+            **timed,
         )
 
 
@@ -387,11 +409,13 @@ def apply_split(
     entry: str = "main",
     target: str = "llvm",
     device: str = "cpu:0",
+    measured: OpCosts | None = None,
 ) -> GraphOp:
     """Split ``@entry`` of ``module`` in place; returns the new ``pipeline.graph``.
 
     Raises :class:`PassError` before changing anything when the
-    specification does not fit the function.
+    specification does not fit the function.  ``measured``: per-op times
+    the stage remarks report beside the estimate.
     """
     spec = _spec_text(ops, indices)
     try:
@@ -401,7 +425,7 @@ def apply_split(
     plan = plan_split(module, ops, indices, entry)
     names = _stage_names(module, plan, spec)
     if remarks.enabled():
-        _report_split(plan, names)
+        _report_split(plan, names, measured)
     crossing_names = _crossing_names(plan)
     functions = [
         _stage_function(plan, s, name, crossing_names) for s, name in enumerate(names)
@@ -448,13 +472,93 @@ def stage_functions(module: ModuleOp, entry: str = "main") -> list[FuncOp]:
     return functions
 
 
+OpCosts = Mapping[tuple[str, int], float]
+"""Measured cost per op, keyed as cuts are: ``(op name, occurrence)``."""
+
+
+def _occurrences(body: Sequence[Operation]) -> list[tuple[str, int]]:
+    """``(op name, occurrence)`` of each op of ``body``, as cuts count them."""
+    seen: dict[str, int] = {}
+    keys = []
+    for op in body:
+        keys.append((op.name, seen.get(op.name, 0)))
+        seen[op.name] = seen.get(op.name, 0) + 1
+    return keys
+
+
+def _measured_weights(
+    body: Sequence[Operation], costs: OpCosts, entry: str, spec: str
+) -> list[float]:
+    """Each op's measured cost; ops not listed (fused into a listed one, or
+    too small to time) weigh nothing.  Every listed op must exist."""
+    keys = _occurrences(body)
+    present = set(keys)
+    for (name, index), value in costs.items():
+        if (name, index) not in present:
+            count = sum(1 for key in keys if key[0] == name)
+            raise PassError(
+                f"{spec}: a measured cost is given for {name} #{index}, but @{entry} has "
+                f"{count} {name} op{'s' if count != 1 else ''}"
+            )
+        if not (isinstance(value, (int, float)) and 0 <= value < math.inf):
+            raise PassError(
+                f"{spec}: the measured cost of {name} #{index} must be a finite number "
+                f">= 0, got {value!r}"
+            )
+    if not any(costs.values()):
+        raise PassError(f"{spec}: the measured costs are all zero; nothing to balance")
+    return [float(costs.get(key, 0.0)) for key in keys]
+
+
+def load_op_costs(path: str | os.PathLike[str]) -> dict[tuple[str, int], float]:
+    """Read measured per-op costs for ``split-graph{balance=N costs=FILE}``.
+
+    The file is JSON: ``{"ops": [{"op": "graph.conv2d", "index": 0,
+    "seconds": 0.0012}, ...]}`` — ``op`` and ``index`` name an op as a
+    cut does (a bare name means ``graph.<name>``).  Raises
+    :class:`PassError` naming the file and the entry that is wrong.
+    """
+    where = f"split-graph costs file {path}"
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise PassError(f"cannot read {where}: {e}") from None
+    entries = data.get("ops") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise PassError(f"{where}: expected an object with a list \"ops\"")
+    costs: dict[tuple[str, int], float] = {}
+    for number, entry in enumerate(entries):
+        ok = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("op"), str)
+            and type(entry.get("index")) is int
+            and entry["index"] >= 0
+            and type(entry.get("seconds")) in (int, float)
+        )
+        if not ok:
+            raise PassError(
+                f'{where}: ops[{number}] must be {{"op": name, "index": n >= 0, '
+                f'"seconds": number}}, got {json.dumps(entry)[:200]}'
+            )
+        key = (_full_op_name(entry["op"]), entry["index"])
+        if key in costs:
+            raise PassError(f"{where}: ops[{number}] repeats {key[0]} #{key[1]}")
+        costs[key] = entry["seconds"]
+    return costs
+
+
 def balanced_cuts(
-    module: ModuleOp, stages: int, entry: str = "main"
+    module: ModuleOp,
+    stages: int,
+    entry: str = "main",
+    costs: OpCosts | None = None,
 ) -> tuple[list[str], list[int]]:
     """``(ops, indices)`` cutting ``@entry`` into ``stages`` stages of
-    near-equal estimated cost (:mod:`ember.passes.cost`: FLOPs, then bytes
-    moved), minimising the costliest stage; cuts fall after graph ops only
-    (never after a constant, which every stage that reads it copies)."""
+    near-equal cost, minimising the costliest stage; cuts fall after graph
+    ops only (never after a constant, which every stage that reads it
+    copies).  The cost is ``costs`` when given — measured times by
+    ``(op name, occurrence)``, see :func:`load_op_costs` — else the static
+    estimate of :mod:`ember.passes.cost` (FLOPs, then bytes moved)."""
     spec = f"split-graph{{balance={stages}}}"
     if stages < 2:
         raise PassError(f"{spec}: balance needs 2 stages or more")
@@ -468,9 +572,11 @@ def balanced_cuts(
             f"{spec}: @{entry} has {len(candidates) + 1} ops to cut between, "
             f"too few for {stages} stages"
         )
-    costs = [op_cost(op) for op in body]
-    # Weigh FLOPs first; bytes break ties between equally heavy cuts.
-    weights = [c.flops + c.bytes / 1e6 for c in costs]
+    if costs is not None:
+        weights = _measured_weights(body, costs, entry, spec)
+    else:
+        # Weigh FLOPs first; bytes break ties between equally heavy cuts.
+        weights = [c.flops + c.bytes / 1e6 for c in map(op_cost, body)]
     prefix = [0.0]
     for w in weights:
         prefix.append(prefix[-1] + w)
@@ -514,7 +620,8 @@ class SplitGraphPass(ModulePass):
 
     ``ops``/``indices``: cut after occurrence ``indices[k]`` (0-based) of op
     ``ops[k]``; one op name applies to all indices.  ``balance=N`` instead:
-    N stages of near-equal estimated cost (:func:`balanced_cuts`).
+    N stages of near-equal estimated cost (:func:`balanced_cuts`), or of
+    near-equal measured time with ``costs=FILE.json`` (:func:`load_op_costs`).
     ``entry``: the function to split.  ``target``/``device``: where every
     stage is placed.
     """
@@ -524,16 +631,21 @@ class SplitGraphPass(ModulePass):
     ops: tuple[str, ...] = ()
     indices: tuple[int, ...] = ()
     balance: int = 0
+    costs: str = ""
     entry: str = "main"
     target: str = "llvm"
     device: str = "cpu:0"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         ops, indices = self.ops, self.indices
+        measured = None
         if self.balance:
             if ops or indices:
                 raise PassError(
                     "split-graph: give either balance=N or ops=/indices=, not both"
                 )
-            ops, indices = balanced_cuts(op, self.balance, self.entry)
-        apply_split(op, ops, indices, self.entry, self.target, self.device)
+            measured = load_op_costs(self.costs) if self.costs else None
+            ops, indices = balanced_cuts(op, self.balance, self.entry, measured)
+        elif self.costs:
+            raise PassError("split-graph: costs= weighs the stages of balance=N; give balance")
+        apply_split(op, ops, indices, self.entry, self.target, self.device, measured)

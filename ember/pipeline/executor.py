@@ -12,12 +12,24 @@ next result — over a :class:`~ember.pipeline.build.PipelineLibrary`::
 How it runs
 -----------
 One Python thread per stage, started on the first pipelined ``run()``,
-joined by ``queue.Queue(maxsize=capacity)`` s: while stage 1 works on input
-*n*, stage 0 works on input *n + 1*.  Threads are enough: compiled stages
-run native code through ctypes, which releases the GIL.  Each item carries
-its input index and the values flowing down the pipeline (a value is
-dropped after its last consumer); results leave the last stage in input
-order, and ``get_output`` returns them in that order, none lost.
+joined by bounded channels (a ``deque`` that takes a lock only when a side
+must sleep, after a short poll): while stage 1 works on input *n*, stage 0
+works on input *n + 1*.  Threads are enough: compiled stages run native
+code through ctypes, which releases the GIL.  Each item carries its input
+index and one slot per value flowing down the pipeline.  Values between
+stages live in recycled buffers, one pool per value: the stage that writes
+it takes a buffer, the last stage that reads it gives it back, so after
+warm-up an input allocates nothing but its global outputs, which are the
+caller's to keep.  Results leave the last stage in input order, and
+``get_output`` returns them in that order, none lost.
+
+While the workers run, kernels' parallel loops get a share of the cores
+(``kernel_threads``: one per pinned stage, else the cores divided among
+the host's stages), so that stage threads and kernel teams do not fight.
+Stages too small to gain from threads (together under
+:data:`INLINE_SECONDS` per input, as timed while they run) run back to
+back in the caller's thread instead (``inline=None``, the default;
+``inline=False`` always uses the threads); ``inline_runs`` counts them.
 
 Memory is bounded: at most ``max_in_flight`` inputs may be submitted and
 not yet read.  A ``run()`` beyond that raises :class:`PipelineFull` at once
@@ -72,6 +84,7 @@ from __future__ import annotations
 import difflib
 import functools
 import itertools
+import math
 import os
 import queue
 import threading
@@ -124,6 +137,12 @@ its neighbour hands over, small enough to bound intermediate activations."""
 DEFAULT_MAX_IN_FLIGHT = 256
 """Inputs that may be submitted and not yet read before ``run()`` waits."""
 
+INLINE_SECONDS = 100e-6
+"""``inline=None``: while the stages together take less than this per input,
+run them back to back in the caller's thread.  Handing an input to a
+thread costs tens of microseconds on a busy machine (a wake-up, the GIL
+changing hands): more than pipelining such stages could win."""
+
 DEFAULT_CLOSE_TIMEOUT = 5.0
 """Seconds ``close()`` waits for workers to finish their current stage."""
 
@@ -173,7 +192,7 @@ class PipelineClosedError(PipelineError):
 # --------------------------------------------------------------------------
 
 Key = tuple[int, str | int]
-"""A value's key in an item: ``(-1, name)`` for a global input, ``(stage, output)``."""
+"""A value's key: ``(-1, name)`` for a global input, ``(stage, output)``."""
 
 
 def _key(source: Source) -> Key:
@@ -181,11 +200,12 @@ def _key(source: Source) -> Key:
 
 
 class _Item:
-    """One input on its way: its index, the live values, or the error it met."""
+    """One input on its way: its index, its values (one slot per key, None
+    once dropped), or the error it met."""
 
     __slots__ = ("error", "index", "values")
 
-    def __init__(self, index: int, values: dict[Key, NDArray]) -> None:
+    def __init__(self, index: int, values: list[NDArray | None]) -> None:
         self.index = index
         self.values = values
         self.error: StageError | None = None
@@ -195,37 +215,107 @@ _STOP = object()
 """Sentinel: a worker forwards it downstream and exits."""
 
 
+class _BufferPool:
+    """Recycled buffers for one value between stages.
+
+    The stage that writes the value takes a buffer; the stage that reads it
+    last gives it back.  A buffer is allocated only when none is free, so
+    after the first few inputs a run allocates nothing: as many buffers
+    exist as inputs ever held the value at once, which the bounded queues
+    bound.  ``take``/``give`` are single ``list`` operations, atomic under
+    the GIL, so the two stages' threads need no lock.
+    """
+
+    __slots__ = ("allocated", "dtype", "free", "memory", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, memory: Device) -> None:
+        self.shape, self.dtype, self.memory = shape, dtype, memory
+        self.free: list[NDArray] = []
+        self.allocated = 0
+        """Buffers made so far (tests check that it stops growing)."""
+
+    def take(self) -> NDArray:
+        try:
+            return self.free.pop()
+        except IndexError:
+            self.allocated += 1
+            return empty(self.shape, self.dtype, self.memory)
+
+    def give(self, buffer: NDArray) -> None:
+        self.free.append(buffer)
+
+
 @dataclass(frozen=True)
+class _Layout:
+    """Where an item keeps each value: ``slots[key]`` indexes ``item.values``,
+    and ``pools[slot]`` recycles that value's buffers (None for a global
+    output, which is the caller's once read: allocated per input)."""
+
+    slots: Mapping[Key, int]
+    pools: tuple[_BufferPool | None, ...]
+
+    def new_values(self) -> list[NDArray | None]:
+        return [None] * len(self.pools)
+
+    def release(self, values: list[NDArray | None], slots: Iterable[int]) -> None:
+        """Drop ``slots`` from ``values``, giving their buffers back."""
+        pools = self.pools
+        for slot in slots:
+            value = values[slot]
+            if value is not None:
+                values[slot] = None
+                pool = pools[slot]
+                if pool is not None:
+                    pool.give(value)
+
+
+@dataclass(eq=False)
 class _StagePlan:
-    """A stage with its value keys resolved once, so that a run only looks up."""
+    """A stage with its value slots resolved once, so that a run only indexes."""
 
     stage: BuiltStage
-    input_keys: tuple[Key, ...]
-    output_keys: tuple[Key, ...]
-    released: tuple[Key, ...]
-    """Values no later stage and no global output reads: dropped after this stage."""
+    layout: _Layout
+    input_slots: tuple[int, ...]
+    output_slots: tuple[int, ...]
+    released: tuple[int, ...]
+    """Values no later stage and no global output reads: given back after this stage."""
     memory: Device
     """Where this stage's buffers live: the host for CPU stages."""
+    seconds: float = math.nan
+    """The stage's recent time per input, NaN until it has run."""
 
     def run(self, item: _Item) -> None:
         """Run the stage on ``item`` in place; record a failure as its error."""
-        stage = self.stage
+        stage, values, pools = self.stage, item.values, self.layout.pools
+        outputs = []
         try:
-            inputs = [self._on_device(item.values[key]) for key in self.input_keys]
-            outputs = [
-                empty(spec.shape, spec.dtype, self.memory)
-                for spec in stage.module.output_specs
-            ]
+            inputs = [self._on_device(values[slot]) for slot in self.input_slots]
+            for slot, spec in zip(self.output_slots, stage.module.output_specs):
+                pool = pools[slot]
+                outputs.append(
+                    empty(spec.shape, spec.dtype, self.memory)
+                    if pool is None
+                    else pool.take()
+                )
+            start = time.perf_counter()
             stage.module.run(inputs, outputs)
+            took = time.perf_counter() - start
         except Exception as e:  # noqa: BLE001 - forwarded to get_output with context
             item.error = StageError(stage, item.index, e)
-            item.values = {}
+            for slot, output in zip(self.output_slots, outputs):
+                values[slot] = output  # taken before the failure: given back too
+            self.layout.release(values, range(len(values)))
             return
-        item.values.update(zip(self.output_keys, outputs))
-        for key in self.released:
-            item.values.pop(key, None)
+        # The lower envelope of the stage's times: a drop is taken at once, a
+        # rise (or a run preempted on a busy machine) only bit by bit.
+        seconds = self.seconds
+        self.seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+        for slot, output in zip(self.output_slots, outputs):
+            values[slot] = output
+        self.layout.release(values, self.released)
 
-    def _on_device(self, value: NDArray) -> NDArray:
+    def _on_device(self, value: NDArray | None) -> NDArray:
+        assert value is not None  # every source runs before its readers
         if value.device.kind == self.memory.kind:
             return value
         return value.copyto(self.memory)
@@ -237,22 +327,39 @@ def _plans(lib: PipelineLibrary) -> list[_StagePlan]:
         for source in stage.sources:
             last_use[_key(source)] = s
     kept = {_key(source) for source in lib.outputs}
+    memories = [cpu(0) if st.device.kind == "cpu" else st.device for st in lib.stages]
+    # Global inputs read by no stage get no slot: nothing copies them in.
+    specs: dict[Key, tuple[tuple[int, ...], str, Device]] = {
+        (-1, spec.name): (spec.shape, spec.dtype, cpu(0))
+        for spec in lib.inputs
+        if (-1, spec.name) in last_use
+    }
+    for s, stage in enumerate(lib.stages):
+        for i, spec in enumerate(stage.module.output_specs):
+            specs[(s, i)] = (spec.shape, spec.dtype, memories[s])
+    slots = {key: slot for slot, key in enumerate(specs)}
+    layout = _Layout(
+        slots,
+        tuple(
+            None if key in kept else _BufferPool(*spec) for key, spec in specs.items()
+        ),
+    )
     plans = []
     for s, stage in enumerate(lib.stages):
-        output_keys = tuple((s, i) for i in range(len(stage.module.output_specs)))
-        released = tuple(
-            key
+        output_keys = [(s, i) for i in range(len(stage.module.output_specs))]
+        released = [
+            slots[key]
             for key in (*{_key(src) for src in stage.sources}, *output_keys)
             if key not in kept and last_use.get(key, s) <= s
-        )
-        memory = cpu(0) if stage.device.kind == "cpu" else stage.device
+        ]
         plans.append(
             _StagePlan(
                 stage,
-                tuple(_key(src) for src in stage.sources),
-                output_keys,
-                released,
-                memory,
+                layout,
+                tuple(slots[_key(src)] for src in stage.sources),
+                tuple(slots[key] for key in output_keys),
+                tuple(sorted(released)),
+                memories[s],
             )
         )
     return plans
@@ -261,6 +368,88 @@ def _plans(lib: PipelineLibrary) -> list[_StagePlan]:
 # --------------------------------------------------------------------------
 # Workers (they hold no reference to the executor, so it can be collected)
 # --------------------------------------------------------------------------
+
+
+SPIN_SECONDS = 50e-6
+"""How long a thread that finds its channel empty polls it (yielding its
+core at each poll) before it sleeps on a condition.  Waking a sleeping
+thread costs tens of microseconds on a busy machine, more than a small
+stage's work; the next item of a stream usually arrives sooner."""
+
+
+class _Channel:
+    """A FIFO between threads, TVM's ``QueueData`` without the copies.
+
+    The fast path is a ``deque`` append or pop, atomic under the GIL: no
+    lock, no wake-up.  A consumer that finds it empty polls for
+    :data:`SPIN_SECONDS`, then sleeps on a condition that a producer
+    notifies only when someone sleeps (``getters``); a producer facing a
+    full channel (``capacity`` items; 0: unbounded) sleeps likewise
+    (``putters``).  Every count is changed and read under the GIL in an
+    order that loses no wake-up: a sleeper registers, then checks, under
+    the condition's lock; the other side changes the deque, then reads
+    the count, and takes the lock to notify.
+    """
+
+    __slots__ = ("capacity", "getters", "items", "putters", "ready")
+
+    def __init__(self, capacity: int = 0) -> None:
+        self.items: deque[Any] = deque()
+        self.capacity = capacity
+        self.ready = threading.Condition(threading.Lock())
+        self.getters = 0
+        self.putters = 0
+
+    def put(self, item: Any) -> None:
+        if self.capacity and len(self.items) >= self.capacity:
+            with self.ready:
+                self.putters += 1
+                try:
+                    while len(self.items) >= self.capacity:
+                        self.ready.wait()
+                finally:
+                    self.putters -= 1
+        self.items.append(item)
+        if self.getters:
+            with self.ready:
+                self.ready.notify_all()
+
+    def get(self, timeout: float | None = None) -> Any:
+        """The next item; raise ``queue.Empty`` after ``timeout`` seconds."""
+        try:
+            item = self.items.popleft()
+        except IndexError:
+            item = self._wait(timeout)
+        if self.putters:
+            with self.ready:
+                self.ready.notify_all()
+        return item
+
+    def _wait(self, timeout: float | None) -> Any:
+        items = self.items
+        now = time.monotonic()
+        deadline = None if timeout is None else now + timeout
+        spin_end = now + SPIN_SECONDS
+        if deadline is not None:
+            spin_end = min(spin_end, deadline)
+        while time.monotonic() < spin_end:
+            os.sched_yield()  # releases the GIL and the core to a runnable thread
+            if items:
+                return items.popleft()
+        with self.ready:
+            self.getters += 1
+            try:
+                while not items:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise queue.Empty
+                    self.ready.wait(remaining)
+                return items.popleft()
+            finally:
+                self.getters -= 1
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 _WAKE = object()
@@ -283,7 +472,7 @@ class _Workers:
         plans: Sequence[_StagePlan],
         capacity: int,
         cores: Sequence[int | None],
-        output_keys: Sequence[Key],
+        output_slots: Sequence[int],
         name: str,
     ) -> None:
         self.plans = plans
@@ -293,11 +482,11 @@ class _Workers:
         # The queues between stages hold `capacity` items.  The last one holds
         # results, bounded by max_in_flight too, so that the last stage never
         # blocks on a slow reader.
-        self.queues: list[queue.Queue[Any]] = [queue.Queue()]
-        self.queues += [queue.Queue(maxsize=capacity) for _ in plans[1:]]
-        self.results: queue.Queue[Any] = queue.Queue()
+        self.queues: list[_Channel] = [_Channel()]
+        self.queues += [_Channel(capacity) for _ in plans[1:]]
+        self.results = _Channel()
         self.queues.append(self.results)
-        self.output_keys = output_keys
+        self.output_slots = output_slots
         self.cores = cores
         self.name = name
         self.stopping = threading.Event()
@@ -366,7 +555,7 @@ class _Workers:
             future.set_exception(item.error)
         else:
             # Callbacks run here, in the last stage's worker thread.
-            future.set_result([item.values[key] for key in self.output_keys])
+            future.set_result([item.values[slot] for slot in self.output_slots])
 
     def fail(self, error: StageError) -> None:
         """The pipeline stopped: every waiter, now and later, gets ``error``."""
@@ -430,40 +619,43 @@ class _Workers:
         return not any(thread.is_alive() for thread in others)
 
 
-# Kernels' parallel loops read one process-wide thread count; pinned stages
-# want one thread each.  Executors that pin share this guard.
+# Kernels' parallel loops read one process-wide thread count.  While
+# executors run their stages, it is the smallest share any of them asked
+# for (see kernel_threads), and the count from before the first is restored
+# after the last.
 _threads_lock = threading.Lock()
-_pinned_executors = 0
+_thread_shares: list[int] = []
 _saved_thread_count: int | None = None
 
 
-def _acquire_single_threaded_kernels() -> None:
-    global _pinned_executors, _saved_thread_count
+def _share_kernel_threads(share: int) -> None:
+    global _saved_thread_count
     from ember.runtime import threads
 
     with _threads_lock:
-        if _pinned_executors == 0:
+        if not _thread_shares:
             _saved_thread_count = threads.num_threads()
-            threads.set_num_threads(1)
-        _pinned_executors += 1
+        _thread_shares.append(share)
+        threads.set_num_threads(min(_thread_shares))
 
 
-def _release_single_threaded_kernels() -> None:
-    global _pinned_executors
+def _unshare_kernel_threads(share: int) -> None:
     from ember.runtime import threads
 
     with _threads_lock:
-        _pinned_executors -= 1
-        if _pinned_executors == 0 and _saved_thread_count is not None:
+        _thread_shares.remove(share)
+        if _thread_shares:
+            threads.set_num_threads(min(_thread_shares))
+        elif _saved_thread_count is not None:
             threads.set_num_threads(_saved_thread_count)
 
 
-def _shutdown(workers: _Workers, pinned: list[bool], timeout: float) -> bool:
-    """Stop ``workers`` and give back the thread-count guard; run once."""
+def _shutdown(workers: _Workers, shared: list[int | None], timeout: float) -> bool:
+    """Stop ``workers`` and give back their share of kernel threads; run once."""
     stopped = workers.shutdown(timeout)
-    if pinned[0]:
-        pinned[0] = False
-        _release_single_threaded_kernels()
+    share, shared[0] = shared[0], None
+    if share is not None:
+        _unshare_kernel_threads(share)
     return stopped
 
 
@@ -500,6 +692,8 @@ class ThroughputResult:
     mode: str
     count: int
     seconds: float
+    inline: int = 0
+    """Pipelined inputs that ran in the caller's thread (the small-stage fast path)."""
 
     @property
     def per_second(self) -> float:
@@ -510,9 +704,14 @@ class ThroughputResult:
         return self.seconds * 1e3 / self.count
 
     def __str__(self) -> str:
+        path = (
+            f"; {self.inline} ran inline, stages too small to pipeline"
+            if self.inline
+            else ""
+        )
         return (
             f"{self.mode}: {self.count} inputs in {self.seconds:.3f} s = "
-            f"{self.per_second:.1f} inputs/s ({self.ms_per_input:.3f} ms each)"
+            f"{self.per_second:.1f} inputs/s ({self.ms_per_input:.3f} ms each{path})"
         )
 
 
@@ -523,7 +722,9 @@ class PipelineExecutor:
     ``load_library`` returns.  ``capacity``: items per queue between stages;
     ``max_in_flight``: inputs submitted and not yet read before the pipeline
     is full (see ``run``); ``pin_cores``: see the module docstring (None: pin
-    when stages use more than one CPU device).
+    when stages use more than one CPU device); ``inline``: run the stages in
+    the caller's thread (True), through the stage threads (False), or the
+    former only while they are too small to pipeline (None).
     """
 
     def __init__(
@@ -533,6 +734,7 @@ class PipelineExecutor:
         capacity: int = DEFAULT_CAPACITY,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         pin_cores: bool | None = None,
+        inline: bool | None = None,
     ) -> None:
         if not isinstance(library, PipelineLibrary):
             raise PipelineError(
@@ -551,9 +753,18 @@ class PipelineExecutor:
         self._lib = library
         self._plans = _plans(library)
         self._input_specs = {spec.name: spec for spec in library.inputs}
-        self._output_keys = [_key(source) for source in library.outputs]
+        self._layout = self._plans[0].layout
+        self._output_slots = [
+            self._layout.slots[_key(source)] for source in library.outputs
+        ]
         self._max_in_flight = max_in_flight
         self._capacity = capacity
+        if inline not in (None, True, False):
+            raise PipelineError(f"inline must be True, False or None, got {inline!r}")
+        self._inline = inline
+        self.inline_runs = 0
+        """Inputs of ``run``/``submit``/``map`` that ran in the caller's thread
+        (see ``inline``), not counting ``run(sync=True)``."""
         self._staged: dict[str, NDArray] = {}
         self._next_in = 0  # index of the next input run() submits
         self._reads: deque[int] = deque()  # inputs get_output returns, in order
@@ -563,15 +774,16 @@ class PipelineExecutor:
         self._submit_lock = threading.Lock()
         self._output_lock = threading.Lock()
         self._closed = False
-        self._pinned = [False]
+        self._shared: list[int | None] = [None]
+        """The kernel thread share this executor holds while its workers run."""
         cores = self._cores(pin_cores)
         self._workers = _Workers(
-            self._plans, capacity, cores, self._output_keys, library.name
+            self._plans, capacity, cores, self._output_slots, library.name
         )
         self._slots = self._workers.room
         self._started = False
         self._finalizer = weakref.finalize(
-            self, _shutdown, self._workers, self._pinned, 1.0
+            self, _shutdown, self._workers, self._shared, 1.0
         )
 
     @classmethod
@@ -619,7 +831,7 @@ class PipelineExecutor:
 
     @property
     def num_outputs(self) -> int:
-        return len(self._output_keys)
+        return len(self._output_slots)
 
     def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """``(shapes, dtypes)`` by global input name."""
@@ -642,6 +854,35 @@ class PipelineExecutor:
     def pinned_cores(self) -> list[int | None]:
         """The core each stage's worker is pinned to, None where unpinned."""
         return list(self._workers.cores)
+
+    @property
+    def buffers_allocated(self) -> int:
+        """Buffers allocated so far for inputs and values between stages.
+
+        They are recycled: once as many exist as inputs ever held them at
+        once (bounded by the queues and ``max_in_flight``), running more
+        inputs allocates none.  Global outputs are not counted: each input's
+        are new arrays, the caller's to keep.
+        """
+        return sum(pool.allocated for pool in self._layout.pools if pool is not None)
+
+    @property
+    def kernel_threads(self) -> int:
+        """Threads each stage's kernels run their parallel loops on while the
+        workers run: one per pinned stage (it has one core), else the cores
+        this process may use shared out among the stages on the host — at
+        least one, never more than ``ember.runtime.threads`` allowed before.
+        Stage threads and kernel teams together then match the cores instead
+        of fighting for them."""
+        if self._shared[0] is not None:
+            return self._shared[0]
+        from ember.runtime import threads
+
+        if any(core is not None for core in self._workers.cores):
+            return 1
+        host_stages = sum(1 for s in self._lib.stages if s.device.kind == "cpu")
+        share = threads.available_cores() // max(host_stages, 1)
+        return max(1, min(share, threads.num_threads()))
 
     @property
     def closed(self) -> bool:
@@ -700,10 +941,15 @@ class PipelineExecutor:
 
     def _checked(self, name: str, value: Any) -> np.ndarray:
         spec = self._input_specs[name]
-        values = as_host_array(
-            value, f"set_input({name!r})", dtype=np.dtype(spec.dtype)
+        dtype = np.dtype(spec.dtype)
+        # Checked for every input of map/submit: no message is formatted,
+        # and no dtype name read (slow in numpy), unless something is wrong.
+        values = (
+            value
+            if isinstance(value, np.ndarray)
+            else as_host_array(value, f"set_input({name!r})", dtype=dtype)
         )
-        if values.shape != spec.shape or values.dtype.name != spec.dtype:
+        if values.shape != spec.shape or values.dtype != dtype:
             hint = (
                 f"; convert it with .astype('{spec.dtype}')"
                 if values.dtype.name != spec.dtype
@@ -841,8 +1087,9 @@ class PipelineExecutor:
 
     def _with_inputs(
         self, inputs: Any, named: Mapping[str, Any], what: str
-    ) -> dict[str, NDArray]:
-        """The staged inputs with ``inputs`` and ``named`` (checked, copied) on top."""
+    ) -> dict[str, NDArray | np.ndarray]:
+        """The staged inputs with ``inputs`` and ``named`` (checked; copied
+        when queued) on top."""
         given: list[tuple[str | int, Any]] = []
         if isinstance(inputs, Mapping):
             given += inputs.items()
@@ -861,10 +1108,10 @@ class PipelineExecutor:
                 )
             given.append((0, inputs))
         given += named.items()
-        staged = dict(self._staged)
+        staged: dict[str, NDArray | np.ndarray] = dict(self._staged)
         for key, value in given:
             name = self._input_name(key)
-            staged[name] = nd_array(self._checked(name, value))
+            staged[name] = self._checked(name, value)
         missing = [name for name in self._input_specs if name not in staged]
         if missing:
             raise PipelineError(
@@ -875,7 +1122,7 @@ class PipelineExecutor:
 
     def _enqueue(
         self,
-        staged: Mapping[str, NDArray],
+        staged: Mapping[str, NDArray | np.ndarray],
         what: str,
         timeout: float | None,
         *,
@@ -883,10 +1130,19 @@ class PipelineExecutor:
         sync: bool = False,
         future: Future[list[NDArray]] | None = None,
     ) -> int:
-        """Take room, register the input (for get_output or its future), queue it."""
+        """Take room, copy the inputs into recycled buffers, register the
+        input (for get_output or its future), queue it."""
         deadline = _deadline(timeout, what)
         self._take_slot(what, deadline, timeout, block)
-        values: dict[Key, NDArray] = {(-1, n): a for n, a in staged.items()}
+        values = self._layout.new_values()
+        for name, value in staged.items():
+            slot = self._layout.slots.get((-1, name))
+            if slot is not None:  # else no stage reads it
+                pool = self._layout.pools[slot]
+                assert pool is not None  # only global outputs are not recycled
+                buffer = pool.take()
+                np.copyto(np.asarray(buffer), np.asarray(value))
+                values[slot] = buffer
         registered = False
         try:
             with self._submit_lock:
@@ -902,22 +1158,37 @@ class PipelineExecutor:
                     self._reserving -= 1
                     registered = True
                     self._peak_in_flight = max(self._peak_in_flight, self.in_flight)
-                if not sync:
+                here = sync or self._runs_inline()
+                if not here:
                     if not self._started:
                         self._start()
                     self._workers.queues[0].put(item)
+                elif not sync:
+                    self.inline_runs += 1
                 self._next_in += 1
         finally:
             if not registered:
                 with self._slots:
                     self._reserving -= 1
                     self._slots.notify_all()
-        if sync:
+        if here:
             self._run_here(item)
         return item.index
 
+    def _runs_inline(self) -> bool:
+        """Whether the next input runs in the caller's thread (the small-stage
+        fast path): ``inline=True``, or ``None`` while every stage has been
+        timed and all together take less than :data:`INLINE_SECONDS`."""
+        if self._inline is not None:
+            return self._inline
+        total = 0.0
+        for plan in self._plans:
+            total += plan.seconds  # NaN until the stage has run once
+        return total < INLINE_SECONDS
+
     def _run_here(self, item: _Item) -> None:
-        """``run(sync=True)``: every stage in this thread, one after another."""
+        """``run(sync=True)`` and the inline fast path: every stage in this
+        thread, one after another."""
         previous = (
             getattr(_current, "workers", None),
             getattr(_current, "stage", None),
@@ -935,7 +1206,7 @@ class PipelineExecutor:
             raise
         finally:
             _current.workers, _current.stage = previous
-        self._workers.results.put(item)
+        self._workers.deliver(item)
 
     def _take_slot(
         self, what: str, deadline: float | None, timeout: float | None, block: bool
@@ -966,9 +1237,9 @@ class PipelineExecutor:
             self._reserving += 1
 
     def _start(self) -> None:
-        if any(core is not None for core in self._workers.cores):
-            _acquire_single_threaded_kernels()
-            self._pinned[0] = True
+        share = self.kernel_threads
+        _share_kernel_threads(share)
+        self._shared[0] = share
         self._workers.start()
         self._started = True
 
@@ -1008,7 +1279,7 @@ class PipelineExecutor:
     def _outputs(self, item: _Item) -> list[NDArray]:
         if item.error is not None:
             raise item.error
-        return [item.values[key] for key in self._output_keys]
+        return [item.values[slot] for slot in self._output_slots]  # type: ignore[misc]
 
     def _wait_for(
         self, what: str, deadline: float | None, timeout: float | None
@@ -1063,7 +1334,7 @@ class PipelineExecutor:
         for _ in range(warmup):
             self.run(sync=sync)
             self.get_output()
-        start = time.perf_counter()
+        start, inline_before = time.perf_counter(), self.inline_runs
         if sync:
             for _ in range(count):
                 self.run(sync=True)
@@ -1071,7 +1342,10 @@ class PipelineExecutor:
         else:
             self._pipelined(count)
         return ThroughputResult(
-            "sequential" if sync else "pipelined", count, time.perf_counter() - start
+            "sequential" if sync else "pipelined",
+            count,
+            time.perf_counter() - start,
+            self.inline_runs - inline_before,
         )
 
     def _pipelined(self, count: int) -> None:
@@ -1097,7 +1371,7 @@ class PipelineExecutor:
             self._closed = True
             self._slots.notify_all()
         self._finalizer.detach()
-        if not _shutdown(self._workers, self._pinned, timeout):
+        if not _shutdown(self._workers, self._shared, timeout):
             warnings.warn(
                 f"pipeline @{self._lib.name}: a stage was still running {timeout} s after "
                 "close(); its thread is left to finish in the background",

@@ -56,12 +56,13 @@ def empty_aligned(
     A size over ember's allocation limit is an
     :class:`~ember.errors.AllocationError` naming ``what``.
     """
-    from ember.limits import check_allocation
+    from ember.limits import check_allocation, max_alloc_bytes
 
     dtype = np.dtype(dtype)
     shape = tuple(int(d) for d in shape)
     nbytes = math.prod(shape) * dtype.itemsize
-    check_allocation(nbytes, f"{what} ({dtype.name}{list(shape)})")
+    if nbytes > max_alloc_bytes():  # the message costs more than the allocation
+        check_allocation(nbytes, f"{what} ({dtype.name}{list(shape)})")
     if nbytes == 0:
         return np.empty(shape, dtype)  # no data, nothing to align (see is_aligned)
     raw = np.empty(nbytes + alignment, dtype=np.uint8)
@@ -80,12 +81,20 @@ def is_aligned(array: np.ndarray, alignment: int = ALIGNMENT) -> bool:
     return array.size == 0 or array.ctypes.data % alignment == 0
 
 
+_checked_dtypes: set[np.dtype] = set()
+"""Dtypes already found supported: ``dtype.name`` is slow (microseconds),
+and per-input allocations (a pipeline's outputs) check the same few."""
+
+
 def _check_dtype(dtype: np.dtype, what: str) -> None:
+    if dtype in _checked_dtypes:
+        return
     if dtype.name not in _SUPPORTED_DTYPES:
         supported = ", ".join(_SUPPORTED_DTYPES)
         raise RuntimeFailure(
             f"{what}: dtype {dtype} is not supported (supported: {supported})"
         )
+    _checked_dtypes.add(dtype)
 
 
 def _check_host(device: Device, what: str) -> None:
@@ -108,7 +117,7 @@ class NDArray:
     (as in TVM; it compares equal to the numpy dtype too).
     """
 
-    __slots__ = ("_device", "_storage")
+    __slots__ = ("_data_ptr", "_device", "_storage")
 
     def __init__(self, storage: np.ndarray, device: Device) -> None:
         # Internal constructor: callers go through array/empty/from_dlpack,
@@ -119,6 +128,9 @@ class NDArray:
             )
         self._storage = storage
         self._device = device
+        # The storage is never replaced, so neither is its address; reading
+        # it through numpy's ctypes costs microseconds on every kernel call.
+        self._data_ptr = int(storage.ctypes.data)
 
     # -- properties -------------------------------------------------------
 
@@ -149,7 +161,7 @@ class NDArray:
     @property
     def data_ptr(self) -> int:
         """Address of the first element (what compiled code receives)."""
-        return int(self._storage.ctypes.data)
+        return self._data_ptr
 
     # -- conversion -------------------------------------------------------
 

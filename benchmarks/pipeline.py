@@ -1,0 +1,251 @@
+"""Pipelines against the same network run sequentially, with the hand-off cost.
+
+Usage::
+
+    python benchmarks/pipeline.py [--count-tiny 2000] [--count-resnet 20]
+        [--rounds 3] [--workloads tiny_pipe,resnet18]
+
+For each workload (seeded weights from ``ember.testing.workloads``) it
+builds, for ``llvm``:
+
+* the whole network, run by a ``GraphExecutor`` one input after another
+  with the kernels' parallel loops on every core the process may use (the
+  *sequential* baseline: what a user runs without a pipeline);
+* the network split in two by ``split-graph{balance=2}`` (near-equal
+  estimated FLOPs), stage 0 on ``cpu:0`` and stage 1 on ``cpu:1`` when the
+  process may use two cores, run by a ``PipelineModule`` with ``map``:
+  *pipelined (threads)* forces every input through the stage threads
+  (``inline=False``); *pipelined (auto)* lets the executor run stages that
+  are too small to pipeline back to back in the caller's thread
+  (``inline=None``, the default) and says which path ran;
+* *ray*: the same split through ``executor="ray"`` when this ember and an
+  installed ``ray`` offer it, else the line says why not.
+
+Every mode streams the same inputs and copies each output out, and its
+outputs are checked against the sequential run's before timing.  Modes are
+timed interleaved in ``--rounds`` rounds (load drift on a shared machine
+hits all alike); the table gives medians: inputs/s, the ratio to
+sequential, and the per-input overhead — the time per input beyond the
+compute it needs (the whole network's kernel time for sequential; the
+slower stage's for a pipeline, whose stages overlap), each stage timed on
+its own with its buffers preallocated — and the process CPU time per input
+(all threads), steadier than wall time on a shared machine.  Nothing here
+is asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+import ember
+from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph
+from ember.pipeline.build import PipelineLibrary
+from ember.runtime import Module, threads
+from ember.testing import workloads
+
+DISTINCT_INPUTS = 8
+"""Inputs cycle through this many random arrays."""
+
+Stream = Callable[[Sequence[np.ndarray]], list[np.ndarray]]
+
+
+@dataclass
+class Mode:
+    name: str
+    stream: Stream
+    compute_seconds: float
+    """The compute one input needs on the mode's critical path."""
+    note: Callable[[], str] = lambda: ""
+    rates: list[float] | None = None
+    cpu_seconds: list[float] | None = None
+    """Process CPU time per input (all threads): steadier than wall time
+    on a shared machine, and what the hand-off costs in work."""
+
+
+def module_seconds(module: Module, repeat: int) -> float:
+    """The fastest of ``repeat`` runs of ``module`` on zero inputs, buffers
+    preallocated: its compute, without what a loaded machine adds."""
+    inputs = [ember.nd.empty(s.shape, s.dtype) for s in module.input_specs]
+    for array in inputs:
+        array.copyfrom(np.zeros(array.shape, array.dtype))
+    outputs = [ember.nd.empty(s.shape, s.dtype) for s in module.output_specs]
+    module.run(inputs, outputs)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        module.run(inputs, outputs)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def split_in_two(name: str) -> tuple[PipelineLibrary, list[str]]:
+    """``name`` split by ``balance=2``, on two cores when there are two."""
+    module, params = workloads.get(name)
+    split = ember.apply_passes(module, "split-graph{balance=2}")
+    cfg = PipelineConfig.from_module(split)
+    if len(os.sched_getaffinity(0)) >= 2:
+        cfg.stages[0].dev, cfg.stages[1].dev = "cpu:0", "cpu:1"
+    return build(cfg, params=params), [str(s.dev) for s in cfg.stages]
+
+
+def ray_pipeline(lib: PipelineLibrary) -> tuple[PipelineModule | None, str]:
+    """The hook for the Ray executor: an executor, or why there is none."""
+    if "executor" not in inspect.signature(PipelineModule).parameters:
+        return None, "ray: not supported by this ember (no executor= option)"
+    if importlib.util.find_spec("ray") is None:
+        return None, "ray: not installed (pip install 'ember[distributed]')"
+    return PipelineModule(lib, executor="ray"), ""  # type: ignore[call-arg]
+
+
+def piped(pipe: PipelineModule) -> Stream:
+    return lambda inputs: [outputs[0].numpy() for outputs in pipe.map(inputs)]
+
+
+Row = tuple[str, float, float, float, float, str]
+
+
+def measure(name: str, count: int, rounds: int) -> list[Row]:
+    module, params = workloads.get(name)
+    start = time.perf_counter()
+    whole = ember.build(module, "llvm", params=params)
+    lib, devices = split_in_two(name)
+    print(f"{name}: built in {time.perf_counter() - start:.1f} s; stages on {', '.join(devices)}")
+    threaded = PipelineModule(lib, inline=False)
+    auto = PipelineModule(lib)
+    repeat = max(5, min(200, count))
+    with every_core():
+        whole_seconds = module_seconds(whole, repeat)
+    with threads.limit_threads(threaded.kernel_threads):  # as the stages run
+        stage_seconds = [module_seconds(stage.module, repeat) for stage in lib.stages]
+    print(
+        f"  compute per input: whole {whole_seconds * 1e6:.1f} us; stages "
+        + ", ".join(f"{t * 1e6:.1f} us" for t in stage_seconds)
+    )
+    (spec,) = lib.inputs
+    rng = np.random.default_rng(0)
+    pool = [rng.uniform(-1, 1, spec.shape).astype(spec.dtype) for _ in range(DISTINCT_INPUTS)]
+    inputs = [pool[i % len(pool)] for i in range(count)]
+
+    executor = ember.GraphExecutor(whole, ember.cpu(0))
+
+    def sequential(batch: Sequence[np.ndarray]) -> list[np.ndarray]:
+        results = []
+        for data in batch:
+            executor.set_input(spec.name, data)
+            executor.run()
+            results.append(executor.get_output(0).numpy())
+        return results
+
+    auto_inputs = len(pool) + rounds * count
+    modes = [
+        Mode("sequential", sequential, whole_seconds),
+        Mode("pipelined (threads)", piped(threaded), max(stage_seconds)),
+        Mode(
+            "pipelined (auto)",
+            piped(auto),
+            max(stage_seconds),
+            lambda: f"{auto.inline_runs} of {auto_inputs} inputs inline",
+        ),
+    ]
+    ray, why_not = ray_pipeline(lib)
+    if ray is not None:
+        modes.append(Mode("ray", piped(ray), max(stage_seconds)))
+    try:
+        # The pipelines start their workers here, which shares the cores out
+        # among the stages' kernels (PipelineModule.kernel_threads) while
+        # they are open: the sequential baseline gets every core back below.
+        reference = sequential(pool)
+        for mode in modes[1:]:
+            for got, expected in zip(mode.stream(pool), reference):
+                np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=mode.name)
+        for mode in modes:
+            mode.rates, mode.cpu_seconds = [], []
+        for _ in range(rounds):
+            for mode in modes:
+                if mode is modes[0]:
+                    with every_core():
+                        took, cpu = _timed(mode.stream, inputs)
+                else:
+                    took, cpu = _timed(mode.stream, inputs)
+                mode.rates.append(count / took)
+                mode.cpu_seconds.append(cpu / count)
+    finally:
+        for pipe in (threaded, auto, ray):
+            if pipe is not None:
+                pipe.close()
+    baseline = statistics.median(modes[0].rates or [1.0])
+    rows = []
+    for mode in modes:
+        rate = statistics.median(mode.rates or [0.0])
+        overhead = 1e6 * (1 / rate - mode.compute_seconds)
+        cpu = 1e6 * statistics.median(mode.cpu_seconds or [0.0])
+        rows.append((mode.name, rate, rate / baseline, overhead, cpu, mode.note()))
+    if ray is None:
+        rows.append((why_not, math.nan, math.nan, math.nan, math.nan, ""))
+    return rows
+
+
+@contextmanager
+def every_core() -> Iterator[None]:
+    """Kernels on every core the process may use (open pipelines share them
+    out among their stages), as a program without a pipeline runs them."""
+    previous = threads.num_threads()
+    threads.set_num_threads(threads.available_cores())
+    try:
+        yield
+    finally:
+        threads.set_num_threads(previous)
+
+
+def _timed(stream: Stream, inputs: Sequence[np.ndarray]) -> tuple[float, float]:
+    """Wall-clock and process CPU seconds ``stream(inputs)`` took."""
+    start, cpu = time.perf_counter(), time.process_time()
+    stream(inputs)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count-tiny", type=int, default=2000, help="tiny_pipe inputs per timing")
+    parser.add_argument("--count-resnet", type=int, default=20, help="resnet18 inputs per timing")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--workloads", default="tiny_pipe,resnet18", help="comma-separated names")
+    args = parser.parse_args(argv)
+    if min(args.count_tiny, args.count_resnet, args.rounds) < 1:
+        parser.error("--count-tiny, --count-resnet and --rounds must be at least 1")
+    results = {}
+    for name in args.workloads.split(","):
+        count = args.count_resnet if name == "resnet18" else args.count_tiny
+        results[name] = measure(name, count, args.rounds)
+    print()
+    print(
+        "| workload | mode | inputs/s | x sequential | overhead/input (us) "
+        "| CPU/input (us) | path |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, rows in results.items():
+        for mode, rate, ratio, overhead, cpu, note in rows:
+            if math.isnan(rate):  # the ray line when there is no ray
+                print(f"| {name} | {mode} | | | | | |")
+                continue
+            print(
+                f"| {name} | {mode} | {rate:.1f} | {ratio:.2f} | {overhead:.1f} "
+                f"| {cpu:.1f} | {note} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

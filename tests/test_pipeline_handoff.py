@@ -1,0 +1,250 @@
+"""The pipeline executor's hand-off: recycled buffers, cheap channels, the
+inline fast path, the kernel threads each stage gets.
+
+The guarantees of ``tests/test_pipeline_executor.py`` (in order, nothing
+lost, bounded memory, errors naming the stage) are checked here on both
+paths an input can take: through the stage threads (``inline=False``) and
+back to back in the caller's thread (``inline=True``, and ``inline=None``
+when the fast path chooses itself).  Nothing here measures time: which path
+runs is forced, or decided by a threshold the test sets.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import ember
+from ember.pipeline import PipelineConfig, PipelineModule, StageError, build, split_graph
+from ember.pipeline import executor as executor_module
+from ember.pipeline.executor import _Channel
+from ember.runtime import list_global_func_names, register_func, remove_global_func, threads
+from ember.testing import workloads
+
+TINY_PARAMS = ("weight", "bn_gamma", "bn_beta", "bn_mean", "bn_var", "dweight")
+
+# Three stages, so that a value crosses two channels and one skips a stage.
+THREE_STAGES = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.relu %x : tensor<4xf32>
+  %1 = graph.exp %0 : tensor<4xf32>
+  %2 = graph.add %1, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %3 = graph.sigmoid %2 : tensor<4xf32>
+  %4 = graph.add %3, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %4 : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def three_stages() -> tuple[object, object]:
+    module = ember.parse(THREE_STAGES)
+    return module, build(split_graph(module, ["relu", "add"], [0, 0]))
+
+
+@pytest.fixture(scope="module")
+def tiny_pipe() -> tuple[object, dict[str, np.ndarray], object]:
+    module, params = workloads.get("tiny_pipe")
+    return module, params, build(split_graph(module, ["relu"], [0]), params=params)
+
+
+@pytest.fixture
+def externs() -> Iterator[None]:
+    yield
+    for name in list_global_func_names():
+        if name.startswith("test_handoff."):
+            remove_global_func(name)
+
+
+def _inputs(count: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    return [rng.uniform(-1, 1, 4).astype(np.float32) for _ in range(count)]
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_buffers_are_recycled_and_outputs_stay_the_callers(three_stages, inline):
+    """320 inputs allocate a few buffers per value, as many as were ever in
+    use at once (how many depends on the threads' timing, never on the
+    number of inputs); every output kept by the caller still holds its own
+    input's result (outputs are not recycled), in order, none lost."""
+    module, lib = three_stages
+    inputs = _inputs(320)
+    with PipelineModule(lib, inline=inline) as pipe:
+        kept = [out[0] for out in pipe.map(inputs)]
+        # 3 pooled values (x, and %0 and %2 crossing cuts); map keeps at
+        # most 10 inputs in flight, so no value needs more than 10 buffers.
+        assert 0 < pipe.buffers_allocated <= 3 * 10
+        if inline:  # one input at a time: one buffer per value
+            assert pipe.buffers_allocated == 3
+        assert pipe.inline_runs == (320 if inline else 0)
+    assert len(kept) == len(inputs)
+    assert len({id(out) for out in kept}) == len(inputs)
+    for data, out in zip(inputs, kept):
+        (expected,) = ember.interpret(module, "main", data)
+        np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+
+
+def test_submit_and_producer_consumer_keep_order_on_the_inline_path(three_stages):
+    module, lib = three_stages
+    inputs = _inputs(100)
+    expected = [ember.interpret(module, "main", data)[0] for data in inputs]
+    with PipelineModule(lib, inline=True, max_in_flight=8) as pipe:
+        futures = [pipe.submit(data) for data in inputs]
+        by_futures = [f.result(timeout=30)[0].numpy() for f in futures]
+
+        def produce() -> None:
+            for data in inputs:
+                pipe.set_input("x", data)
+                pipe.run(block=True)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        by_threads = [pipe.get_output(timeout=30)[0].numpy() for _ in inputs]
+        producer.join()
+        assert pipe.peak_in_flight <= 8
+    for results in (by_futures, by_threads):
+        np.testing.assert_allclose(results, expected, rtol=1e-6)
+
+
+def _checked_library() -> object:
+    """Stage 0 fails on inputs whose sum is negative; stage 1 doubles."""
+
+    @register_func("test_handoff.check", override=True)
+    def check(x, out):
+        values = np.from_dlpack(x)
+        if values.sum() < 0:
+            raise ValueError("negative input")
+        np.copyto(np.from_dlpack(out), values)
+
+    module = ember.parse(
+        """
+        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = graph.call_extern "test_handoff.check"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+          %1 = graph.add %0, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+          func.return %1 : tensor<4xf32>
+        }
+        """
+    )
+    return build(split_graph(module, ["graph.call_extern"], [0]))
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_errors_name_the_stage_and_give_their_buffers_back(externs, inline):
+    lib = _checked_library()
+    signs = [1.0, -1.0] * 60
+    with PipelineModule(lib, inline=inline) as pipe:
+        outcomes = []
+        with pytest.raises(StageError, match="input #1"):
+            for out in pipe.map([np.full(4, s, np.float32) for s in signs[:4]]):
+                outcomes.append(out)  # map stops at the first failure
+        assert len(outcomes) == 1
+        for index, sign in enumerate(signs):
+            pipe.set_input("x", np.full(4, sign, np.float32))
+            pipe.run()
+            if sign > 0:
+                np.testing.assert_array_equal(pipe.get_output(timeout=30)[0].numpy(), 2)
+            else:
+                with pytest.raises(StageError, match=r"stage @main_0 \(llvm on cpu:0\)") as e:
+                    pipe.get_output(timeout=30)
+                assert (e.value.stage, e.value.index) == ("main_0", index + 4)
+        # A failed input's buffers went back: 60 failures allocated no more.
+        assert pipe.buffers_allocated <= 10
+
+
+def test_the_fast_path_follows_the_stage_times(three_stages, monkeypatch):
+    """``inline=None``: inputs run in the caller's thread while the timed
+    stages together stay under INLINE_SECONDS, through the threads when not."""
+    _, lib = three_stages
+    inputs = _inputs(30)
+    monkeypatch.setattr(executor_module, "INLINE_SECONDS", math.inf)
+    with PipelineModule(lib) as pipe:
+        first = [out[0].numpy() for out in pipe.map(inputs)]
+        # The first input runs through the threads: no stage was timed yet.
+        assert 0 < pipe.inline_runs < len(inputs)
+    monkeypatch.setattr(executor_module, "INLINE_SECONDS", 0.0)
+    with PipelineModule(lib) as pipe:
+        again = [out[0].numpy() for out in pipe.map(inputs)]
+        assert pipe.inline_runs == 0
+    np.testing.assert_array_equal(first, again)
+
+
+def test_stages_share_the_cores_for_kernel_threads(tiny_pipe):
+    """Two unpinned stages on the host: each kernel team gets half the cores
+    (at least one) while the workers run; the count comes back at close."""
+    _, _, lib = tiny_pipe
+    before = threads.num_threads()
+    with PipelineModule(lib, inline=False) as pipe:
+        share = max(1, min(before, threads.available_cores() // 2))
+        assert pipe.kernel_threads == share
+        pipe.set_input("data", np.zeros((1, 3, 8, 8), np.float32))
+        pipe.run()
+        pipe.get_output(timeout=60)
+        assert threads.num_threads() == share
+    assert threads.num_threads() == before
+    cfg = PipelineConfig.from_module(split_graph(workloads.get("tiny_pipe")[0], ["relu"], [0]))
+    cfg.stages[1].dev = "cpu:1"
+    with PipelineModule(build(cfg, params=tiny_pipe[1]), pin_cores=True) as pipe:
+        assert pipe.kernel_threads == 1
+
+
+def test_tiny_pipe_is_exact_on_both_paths(tiny_pipe):
+    module, params, lib = tiny_pipe
+    rng = np.random.default_rng(1)
+    inputs = [rng.uniform(-1, 1, (1, 3, 8, 8)).astype("float32") for _ in range(40)]
+    weights = [params[n] for n in TINY_PARAMS]
+    results = {}
+    for inline in (False, True):
+        with PipelineModule(lib, inline=inline) as pipe:
+            results[inline] = [out[0].numpy() for out in pipe.map(inputs)]
+    np.testing.assert_array_equal(results[False], results[True])
+    for data, got in zip(inputs[:3], results[False]):
+        expected = ember.interpret(module, "main", data, *weights)[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_channel_is_a_bounded_fifo_that_loses_no_wake_up():
+    """A producer far faster than the consumer, capacity 2: every item
+    arrives, in order, and the channel never holds more than 2."""
+    channel = _Channel(capacity=2)
+    count = 5000
+    seen: list[int] = []
+    longest = [0]
+
+    def consume() -> None:
+        for _ in range(count):
+            longest[0] = max(longest[0], len(channel))
+            seen.append(channel.get(timeout=30))
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    for i in range(count):
+        channel.put(i)
+    consumer.join(timeout=60)
+    assert seen == list(range(count))
+    assert longest[0] <= 2
+    with pytest.raises(Exception) as empty:
+        channel.get(timeout=0.01)
+    assert type(empty.value).__name__ == "Empty"
+
+
+def test_inline_must_be_a_bool_or_none(three_stages):
+    with pytest.raises(ember.pipeline.PipelineError, match="inline must be True, False or None"):
+        PipelineModule(three_stages[1], inline="yes")
+
+
+def test_benchmark_says_which_path_ran(three_stages, monkeypatch):
+    _, lib = three_stages
+    monkeypatch.setattr(executor_module, "INLINE_SECONDS", math.inf)
+    with PipelineModule(lib) as pipe:
+        pipe.set_input("x", np.ones(4, np.float32))
+        result = pipe.benchmark(20, warmup=1)  # the warm-up input times the stages
+        assert result.inline == 20
+        assert "20 ran inline, stages too small to pipeline" in str(result)
+    with PipelineModule(lib, inline=False) as pipe:
+        pipe.set_input("x", np.ones(4, np.float32))
+        result = pipe.benchmark(20)
+        assert result.inline == 0 and "inline" not in str(result)
