@@ -153,6 +153,14 @@ def registered_shape_rule(op_class: type) -> Callable[..., Any] | None:
     return entry.shape if entry is not None else None
 
 
+def registered_reference(op_class: type) -> Callable[..., Any] | None:
+    """The reference implementation of ``op_class``, if one is registered
+    (one dict lookup: the interpreter asks this per op it runs)."""
+    _load_builtins(_BUILTIN_MODULES[:1])
+    entry = _SEMANTICS.get(op_class)
+    return entry.reference if entry is not None else None
+
+
 def registered_references() -> dict[type, Callable[..., Any]]:
     """Op class -> reference implementation, for every op that has one
     (imports no lowering)."""

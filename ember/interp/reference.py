@@ -51,7 +51,11 @@ from ember.dialects.graph import (
     numpy_dtype,
     type_str,
 )
-from ember.dialects.graph_registry import reference, registered_references
+from ember.dialects.graph_registry import (
+    reference,
+    registered_reference,
+    registered_references,
+)
 from ember.errors import EmberError
 
 __all__ = [
@@ -579,7 +583,7 @@ REFERENCE_IMPLS: Mapping[str, RefImpl] = _ReferencesByName()
 def _reference_of(op: Operation) -> RefImpl | None:
     if not isinstance(op, GraphOp):
         return None
-    return registered_references().get(type(op))
+    return registered_reference(type(op))
 
 
 def has_reference(op: Operation) -> bool:
