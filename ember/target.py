@@ -41,10 +41,6 @@ __all__ = [
     "host_features",
 ]
 
-KINDS = ("llvm", "interp", "cuda")
-"""The target kinds ember knows; a backend registered under another name
-(:func:`ember.runtime.module.register_backend`) is a kind too, with -libs only."""
-
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "-mcpu": ("llvm",),
     "-mattr": ("llvm",),
@@ -61,6 +57,9 @@ VECTOR_BITS_BY_FEATURE = (("avx512f", 512), ("avx", 256))
 class Target:
     """A parsed target: hashable, so it can key caches and compile options.
 
+    ``kind`` is ``llvm``, ``interp``, ``cuda`` or the name of a backend
+    registered with :func:`ember.runtime.module.register_backend` (which
+    takes ``-libs`` only).
     ``mcpu`` empty means this CPU; ``mattr`` holds ``+feature``/``-feature``
     in the order given (LLVM applies them in order).
     """
@@ -269,7 +268,8 @@ def _llvm_catalogue() -> tuple[frozenset[str], frozenset[str]]:
 
     LLVM prints them (``-mcpu=help``) to the process's stderr when a target
     machine is asked for CPU "help"; that output is read from a temporary
-    file standing in for file descriptor 2.
+    file standing in for file descriptor 2.  Once per process: anything
+    another thread writes to stderr in that moment lands in the file too.
     """
     import os
     import tempfile

@@ -7,7 +7,7 @@ back by ``ember-opt``::
     ember-translate net.mlir --emit=kernel        # kernel-dialect functions
     ember-translate net.mlir --emit=llvm-dialect  # xDSL llvm ops
     ember-translate net.mlir --emit=llvm-ir       # optimised LLVM IR
-    ember-translate net.mlir --emit=asm           # host assembly
+    ember-translate net.mlir --emit=asm           # assembly for this CPU (or --target)
     ember-translate net.mlir --emit=cuda          # the kernels as CUDA C
     ember-translate net.mlir --emit=ptx           # ... compiled by NVRTC
 

@@ -5,6 +5,7 @@
 // RUN: ember-translate %s --emit=llvm-dialect --target="llvm -mcpu=skylake-avx512" | filecheck %s --check-prefix=DIALECT
 // RUN: ember-translate %s --emit=llvm-ir --target="llvm -mcpu=znver3" | filecheck %s --check-prefix=IR
 // RUN: not ember-translate %s --emit=asm --target="llvm -mcpu=skylake-avx51" 2>&1 | filecheck %s --check-prefix=BADCPU
+// RUN: not ember-translate %s --emit=asm --target=interp 2>&1 | filecheck %s --check-prefix=NOTLLVM
 
 // The target decides the vector code: every function asks LLVM for vectors
 // as wide as the target's registers (LLVM's tuning would keep an AVX-512 CPU
@@ -33,3 +34,4 @@ func.func @main(%x: tensor<64x256xf32>, %w: tensor<256x256xf32>) -> tensor<64x25
 // IR: attributes #[[ATTRIBUTES]] = { {{.*}}"min-legal-vector-width"="256" "prefer-vector-width"="256" }
 
 // BADCPU: ember-translate: error: unknown CPU 'skylake-avx51' in -mcpu of 'llvm -mcpu=skylake-avx51'; did you mean 'skylake-avx512'
+// NOTLLVM: ember-translate: error: --target 'interp': ember-translate prints the stages of the 'llvm' compiler
