@@ -24,6 +24,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import PassError
+from ember.lowering.kernel_to_llvm import MIN_PARALLEL_WORK
 from ember.lowering.program_to_llvm import ProgramLayout
 
 STAGES: tuple[str, ...] = ("graph", "kernel", "llvm-dialect", "llvm-ir", "asm")
@@ -42,6 +43,8 @@ class CompileOptions:
     """Test kernel accesses not proven in bounds at run time (a debug build)."""
     fast_math: bool = False
     """Let LLVM assume no NaN, inf or signed zero (results change for them)."""
+    min_parallel_work: int = MIN_PARALLEL_WORK
+    """Parallel loops of fewer ops stay serial (:func:`~ember.lowering.kernel_to_llvm.loop_work`)."""
 
 
 @dataclass
@@ -77,13 +80,14 @@ def to_graph(
     return graph
 
 
-def to_kernel(graph: ModuleOp) -> ModuleOp:
-    """Stage ``kernel``: every graph op lowered to a kernel call (copy)."""
+def to_kernel(graph: ModuleOp, annotate: bool = False) -> ModuleOp:
+    """Stage ``kernel``: every graph op lowered to a kernel call (copy);
+    ``annotate`` records each call's graph ops and FLOPs for the profiler."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
     kernel = graph.clone()
-    LowerGraphToKernelPass().apply(make_context(), kernel)
+    LowerGraphToKernelPass(annotate=annotate).apply(make_context(), kernel)
     return kernel
 
 
@@ -107,7 +111,10 @@ def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()
             )
     layout, constants = lower_program_to_llvm(lowered, options.entry)
     lower_kernels_to_llvm(
-        lowered, bounds_check=options.bounds_check, fast_math=options.fast_math
+        lowered,
+        bounds_check=options.bounds_check,
+        fast_math=options.fast_math,
+        min_parallel_work=options.min_parallel_work,
     )
     return LoweredProgram(lowered, layout, constants)
 

@@ -29,7 +29,7 @@ import io
 import itertools
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from xdsl.ir import Operation
 from ember.errors import ArtifactError, EmberError
 from ember.lowering.program_to_llvm import EXTERN_SYMBOL, BufferSpec, ProgramLayout
 from ember.runtime import elf
-from ember.runtime.jit import raise_bounds_error
+from ember.runtime.jit import bounds_error_pending, raise_bounds_error
 from ember.runtime.artifact import (
     DTYPE,
     NAME,
@@ -71,6 +71,7 @@ LAYOUT_SCHEMA = {
     "constants": [_BUFFER],
     "workspace_bytes": NATURAL,
     "externs": [{"function": STRING, "inputs": [_BUFFER], "outputs": [_BUFFER]}],
+    "kernels": [{"name": STRING, "ops": [STRING], "shape": [NATURAL], "flops": NATURAL}],
 }
 METADATA_SCHEMA = {"cpu": STRING, "features": [STRING]}
 
@@ -150,6 +151,7 @@ class LLVMModule(Module):
     """A graph program compiled to native code for this CPU (``target="llvm"``)."""
 
     target = "llvm"
+    run_is_locked = True  # _call holds the module's lock
 
     def __init__(
         self,
@@ -212,7 +214,7 @@ class LLVMModule(Module):
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
         graph = compiler.to_graph(ir, params, options)
-        program = compiler.to_llvm_dialect(compiler.to_kernel(graph), options)
+        program = compiler.to_llvm_dialect(compiler.to_kernel(graph, annotate=True), options)
         if program.layout.externs:
             _install_callback()
         program.module.body.block.add_op(_digest_global(program.layout))
@@ -224,17 +226,52 @@ class LLVMModule(Module):
     # -- run ---------------------------------------------------------------
 
     def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
+        self._call(self._entry, inputs, outputs)
+
+    def timed_run(self, clock: np.ndarray) -> Callable[[Sequence[NDArray], Sequence[NDArray]], None]:
+        """A ``run(inputs, outputs)`` through the profile entry that writes
+        the monotonic clock (seconds, nanoseconds) into ``clock`` (C-order
+        int64, one row per call of ``layout.kernels`` and one after the
+        last) before each kernel call and after the last."""
+        expected = (len(self._layout.kernels) + 1, 2)
+        if clock.dtype != np.int64 or clock.shape != expected or not clock.flags.c_contiguous:
+            raise EmberError(
+                f"timed_run: the clock array must be C-contiguous int64{list(expected)}, "
+                f"got {clock.dtype.name}{list(clock.shape)}"
+            )
+        entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+            self._jit.address(self._layout.profile_symbol)
+        )
+        address = clock.ctypes.data
+
+        def run(inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
+            self._call(entry, inputs, outputs, address)
+
+        return run
+
+    def _call(
+        self, entry: Any, inputs: Sequence[NDArray], outputs: Sequence[NDArray], *extra: int
+    ) -> None:
+        # The per-inference overhead outside kernels is this function: keep
+        # it to plain stores and one native call (see docs/runtime.md).
         frame = self._frame
+        error = None
         with self._lock:
-            for i, array in enumerate(inputs):
+            i = 0
+            for array in inputs:
                 frame[i] = array.data_ptr
-            first_output = len(inputs)
-            for i, array in enumerate(outputs):
-                frame[first_output + i] = array.data_ptr
-            _PENDING.error = None
-            self._entry(frame)
-            error, _PENDING.error = _PENDING.error, None
-            raise_bounds_error(f"running @{self.entry_name} on cpu")
+                i += 1
+            for array in outputs:
+                frame[i] = array.data_ptr
+                i += 1
+            if self._layout.externs:
+                _PENDING.error = None
+                entry(frame, *extra)
+                error, _PENDING.error = _PENDING.error, None
+            else:
+                entry(frame, *extra)
+            if bounds_error_pending():
+                raise_bounds_error(f"running @{self.entry_name} on cpu")
         if error is not None:
             if isinstance(error, EmberError):
                 raise error

@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from ember.runtime.device import Device, cpu
 from ember.runtime.module import Module
 from ember.runtime.module import load_params as _load_params_blob
 from ember.runtime.ndarray import NDArray, as_host_array, empty
+
+if TYPE_CHECKING:
+    from ember.runtime.profiler import Profile
 
 __all__ = ["BenchmarkResult", "GraphExecutor", "GraphModule"]
 
@@ -172,8 +175,8 @@ class GraphExecutor:
         self._input_order = [spec.name for spec in lib.input_specs]
         self._creator = threading.get_ident()
         self._slots = _Slots(lib, self._device)  # this thread's, allocated now
-        # Module.run promises nothing about concurrent calls.
-        self._run_lock = threading.Lock()
+        # Module.run promises nothing about concurrent calls unless it says so.
+        self._run_lock = None if lib.run_is_locked else threading.Lock()
 
     @staticmethod
     def _pick_device(lib: Module, device: Device | Sequence[Device] | None) -> Device:
@@ -340,6 +343,11 @@ class GraphExecutor:
         """Run the module once; ``inputs`` are set first (as ``set_input(**inputs)``)."""
         if inputs:
             self.set_input(**inputs)
+        self._run(self._lib.run)
+
+    def _run(self, call: Callable[..., None], *extra: Any) -> None:
+        """``call(inputs, outputs, *extra)`` on this thread's slots: the path
+        whose cost is the per-inference overhead (keep it short)."""
         slots = self._slots
         if slots.unset:
             missing = [name for name in self._input_order if name in slots.unset]
@@ -347,8 +355,11 @@ class GraphExecutor:
                 f"run(): input(s) not set: {', '.join(missing)}; call set_input(name, array) first"
                 + self._per_thread_hint()
             )
-        with self._run_lock:
-            self._lib.run(slots.input_list, slots.outputs)
+        if self._run_lock is None:
+            call(slots.input_list, slots.outputs, *extra)
+        else:
+            with self._run_lock:
+                call(slots.input_list, slots.outputs, *extra)
         slots.has_run = True
 
     def _per_thread_hint(self) -> str:
@@ -462,6 +473,23 @@ class GraphExecutor:
             estimate = math.ceil(min_seconds / per_run) if per_run > 0 else number * 10
             number = max(estimate, math.ceil(number * 1.618))
 
+    def profile(self, repeat: int = 20, **inputs: Any) -> Profile:
+        """Time every kernel of ``repeat`` runs (after one untimed warm-up):
+        a :class:`~ember.runtime.profiler.Profile` with one row per kernel
+        call (median time, share, GFLOP/s, % of this machine's peak) and the
+        per-inference overhead outside kernels.
+
+        The runs go through ``run()``'s own path into a copy of the native
+        entry with a clock read before each kernel call (see
+        :mod:`ember.lowering.program_to_llvm`); ``inputs`` are set first.
+        Modules built for ``target="llvm"`` only.
+        """
+        from ember.runtime.profiler import profile_executor
+
+        if inputs:
+            self.set_input(**inputs)
+        return profile_executor(self, _positive_int("repeat", repeat, "profile"))
+
     def __repr__(self) -> str:
         return f"<ember.GraphExecutor {self._lib!r} on {self._device}>"
 
@@ -478,10 +506,10 @@ def _time(once: Callable[[], object], number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
-def _positive_int(name: str, value: Any) -> int:
+def _positive_int(name: str, value: Any, where: str = "benchmark") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise RuntimeFailure(
-            f"benchmark: {name} must be an integer >= 1, got {value!r}"
+            f"{where}: {name} must be an integer >= 1, got {value!r}"
         )
     return int(value)
 

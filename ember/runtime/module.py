@@ -236,6 +236,9 @@ class Module(ABC):
     remarks: tuple[Any, ...] = ()
     """The optimization remarks of the build that made this module
     (``ember.build(..., remarks=True)``; :class:`ember.remarks.Remark`)."""
+    run_is_locked: ClassVar[bool] = False
+    """Whether :meth:`run` serialises concurrent calls itself; executors
+    lock around it otherwise."""
 
     def __init__(
         self,

@@ -108,7 +108,7 @@ class NDArray:
     (as in TVM; it compares equal to the numpy dtype too).
     """
 
-    __slots__ = ("_device", "_storage")
+    __slots__ = ("_data_ptr", "_device", "_storage")
 
     def __init__(self, storage: np.ndarray, device: Device) -> None:
         # Internal constructor: callers go through array/empty/from_dlpack,
@@ -119,6 +119,9 @@ class NDArray:
             )
         self._storage = storage
         self._device = device
+        # Read once: numpy's ``.ctypes.data`` builds an object per call
+        # (~2 µs), and every run of a compiled module passes each address.
+        self._data_ptr: int = storage.__array_interface__["data"][0]
 
     # -- properties -------------------------------------------------------
 
@@ -149,7 +152,7 @@ class NDArray:
     @property
     def data_ptr(self) -> int:
         """Address of the first element (what compiled code receives)."""
-        return int(self._storage.ctypes.data)
+        return self._data_ptr
 
     # -- conversion -------------------------------------------------------
 
