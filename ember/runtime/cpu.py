@@ -151,7 +151,7 @@ class LLVMModule(Module):
     """A graph program compiled to native code for this CPU (``target="llvm"``)."""
 
     target = "llvm"
-    run_is_locked = True  # _call holds the module's lock
+    run_is_locked = True  # run and bound runs hold the module's lock
 
     def __init__(
         self,
@@ -226,59 +226,76 @@ class LLVMModule(Module):
     # -- run ---------------------------------------------------------------
 
     def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
-        self._call(self._entry, inputs, outputs)
+        frame = self._frame
+        with self._lock:
+            for i, array in enumerate((*inputs, *outputs)):
+                frame[i] = array.data_ptr
+            self._invoke(self._entry, (frame,))
 
-    def timed_run(self, clock: np.ndarray) -> Callable[[Sequence[NDArray], Sequence[NDArray]], None]:
-        """A ``run(inputs, outputs)`` through the profile entry that writes
-        the monotonic clock (seconds, nanoseconds) into ``clock`` (C-order
-        int64, one row per call of ``layout.kernels`` and one after the
-        last) before each kernel call and after the last."""
+    def bind(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> Callable[[], None]:
+        """``run(inputs, outputs)`` as a call without arguments, over a frame
+        of its own that holds these buffers' addresses: a run writes nothing
+        into a frame, it only takes the lock and calls the entry."""
+        return self._bound(self._entry, inputs, outputs)
+
+    def bind_timed(
+        self, inputs: Sequence[NDArray], outputs: Sequence[NDArray], clock: np.ndarray
+    ) -> Callable[[], None]:
+        """:meth:`bind` through the profile entry, which writes the monotonic
+        clock (seconds, nanoseconds) into ``clock`` (C-order int64, one row
+        per call of ``layout.kernels`` and one more) before each kernel
+        call and after the last."""
         expected = (len(self._layout.kernels) + 1, 2)
         if clock.dtype != np.int64 or clock.shape != expected or not clock.flags.c_contiguous:
             raise EmberError(
-                f"timed_run: the clock array must be C-contiguous int64{list(expected)}, "
+                f"bind_timed: the clock array must be C-contiguous int64{list(expected)}, "
                 f"got {clock.dtype.name}{list(clock.shape)}"
             )
         entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
             self._jit.address(self._layout.profile_symbol)
         )
-        address = clock.ctypes.data
+        return self._bound(entry, inputs, outputs, clock.ctypes.data)
 
-        def run(inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
-            self._call(entry, inputs, outputs, address)
+    def _bound(
+        self, entry: Any, inputs: Sequence[NDArray], outputs: Sequence[NDArray], *extra: int
+    ) -> Callable[[], None]:
+        frame = (ctypes.c_void_p * self._layout.frame_size)()
+        ctypes.memmove(frame, self._frame, ctypes.sizeof(frame))  # constants, workspace…
+        buffers = (*inputs, *outputs)  # kept alive by the closure
+        for i, array in enumerate(buffers):
+            frame[i] = array.data_ptr
+        arguments = (frame, *extra)
+        lock, invoke = self._lock, self._invoke
 
+        def run() -> None:
+            # The per-inference overhead outside kernels is this function:
+            # a lock and one native call (see docs/runtime.md, Profiling).
+            with lock:
+                invoke(entry, arguments)
+
+        run.buffers = buffers  # type: ignore[attr-defined]
         return run
 
-    def _call(
-        self, entry: Any, inputs: Sequence[NDArray], outputs: Sequence[NDArray], *extra: int
-    ) -> None:
-        # The per-inference overhead outside kernels is this function: keep
-        # it to plain stores and one native call (see docs/runtime.md).
-        frame = self._frame
-        error = None
-        with self._lock:
-            i = 0
-            for array in inputs:
-                frame[i] = array.data_ptr
-                i += 1
-            for array in outputs:
-                frame[i] = array.data_ptr
-                i += 1
-            if self._layout.externs:
-                _PENDING.error = None
-                entry(frame, *extra)
-                error, _PENDING.error = _PENDING.error, None
-            else:
-                entry(frame, *extra)
+    def _invoke(self, entry: Any, arguments: tuple[Any, ...]) -> None:
+        """Call ``entry(*arguments)`` (the lock held) and raise what the
+        kernels or registered functions reported."""
+        if not self._layout.externs:
+            entry(*arguments)
             if bounds_error_pending():
                 raise_bounds_error(f"running @{self.entry_name} on cpu")
-        if error is not None:
-            if isinstance(error, EmberError):
-                raise error
-            raise EmberError(
-                f"a registered function called by @{self.entry_name} failed: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+            return
+        _PENDING.error = None
+        entry(*arguments)
+        error, _PENDING.error = _PENDING.error, None
+        raise_bounds_error(f"running @{self.entry_name} on cpu")
+        if error is None:
+            return
+        if isinstance(error, EmberError):
+            raise error
+        raise EmberError(
+            f"a registered function called by @{self.entry_name} failed: "
+            f"{type(error).__name__}: {error}"
+        ) from error
 
     # -- export / load ------------------------------------------------------
 

@@ -138,10 +138,12 @@ class _Slots(threading.local):
         # The slots never change, so run() hands the module one prebuilt list:
         # per-run overhead matters once a compiled module takes microseconds.
         self.input_list = [self.inputs[spec.name] for spec in lib.input_specs]
+        self.input_arrays = {name: np.asarray(slot) for name, slot in self.inputs.items()}
         self.unset = set(self.inputs)
         self.outputs = [
             empty(spec.shape, spec.dtype, device) for spec in lib.output_specs
         ]
+        self.run = lib.bind(self.input_list, self.outputs)
         self.has_run = False
 
 
@@ -172,6 +174,7 @@ class GraphExecutor:
         self._device = self._pick_device(lib, device)
         lib.resolve_externs()
         self._input_specs = {spec.name: spec for spec in lib.input_specs}
+        self._input_dtypes = {spec.name: np.dtype(spec.dtype) for spec in lib.input_specs}
         self._input_order = [spec.name for spec in lib.input_specs]
         self._creator = threading.get_ident()
         self._slots = _Slots(lib, self._device)  # this thread's, allocated now
@@ -294,16 +297,19 @@ class GraphExecutor:
         staged = [(name, self._checked_value(name, value)) for name, value in updates]
         slots = self._slots
         for name, values in staged:
-            np.copyto(np.asarray(slots.inputs[name]), values)
+            np.copyto(slots.input_arrays[name], values)
             slots.unset.discard(name)
 
     def _checked_value(self, name: str, value: Any) -> np.ndarray:
         spec = self._input_specs[name]
+        dtype = self._input_dtypes[name]
         # Lists and scalars take the input's dtype; typed sources must match it.
-        values = as_host_array(
-            value, f"set_input({name!r})", dtype=np.dtype(spec.dtype)
+        values = (
+            value
+            if type(value) is np.ndarray  # the common case, checked below
+            else as_host_array(value, f"set_input({name!r})", dtype=dtype)
         )
-        if values.dtype.name != spec.dtype or values.shape != spec.shape:
+        if values.dtype != dtype or values.shape != spec.shape:
             raise RuntimeFailure(
                 f"set_input({name!r}): expected {spec.describe()}, got "
                 f"{values.dtype.name}{list(values.shape)}"
@@ -343,11 +349,12 @@ class GraphExecutor:
         """Run the module once; ``inputs`` are set first (as ``set_input(**inputs)``)."""
         if inputs:
             self.set_input(**inputs)
-        self._run(self._lib.run)
+        self._run(None)
 
-    def _run(self, call: Callable[..., None], *extra: Any) -> None:
-        """``call(inputs, outputs, *extra)`` on this thread's slots: the path
-        whose cost is the per-inference overhead (keep it short)."""
+    def _run(self, bound: Callable[[], None] | None) -> None:
+        """Run this thread's slots through ``bound`` (a ``Module.bind`` of
+        them; ``None``: the plain one): the path whose cost is the
+        per-inference overhead, so keep it short."""
         slots = self._slots
         if slots.unset:
             missing = [name for name in self._input_order if name in slots.unset]
@@ -356,10 +363,10 @@ class GraphExecutor:
                 + self._per_thread_hint()
             )
         if self._run_lock is None:
-            call(slots.input_list, slots.outputs, *extra)
+            (bound or slots.run)()
         else:
             with self._run_lock:
-                call(slots.input_list, slots.outputs, *extra)
+                (bound or slots.run)()
         slots.has_run = True
 
     def _per_thread_hint(self) -> str:
@@ -523,13 +530,13 @@ def _copy_into(
         raise RuntimeFailure(
             f"{what}: out must be an ember NDArray or a numpy array, got {type(out).__name__}"
         )
-    if out.shape != slot.shape or np.dtype(out.dtype) != np.dtype(slot.dtype):
+    values, target = np.asarray(slot), np.asarray(out)
+    if target.shape != values.shape or target.dtype != values.dtype:
         raise RuntimeFailure(
-            f"{what}: out is {np.dtype(out.dtype).name}{list(out.shape)} but {source} is "
-            f"{slot.dtype}{list(slot.shape)}; pass an array of that shape and dtype"
+            f"{what}: out is {target.dtype.name}{list(target.shape)} but {source} is "
+            f"{values.dtype.name}{list(values.shape)}; pass an array of that shape and dtype"
         )
-    target = np.asarray(out)
     if not target.flags.writeable:
         raise RuntimeFailure(f"{what}: out is a read-only numpy array")
-    np.copyto(target, np.asarray(slot))
+    np.copyto(target, values)
     return out

@@ -315,6 +315,12 @@ class Module(ABC):
         order) and write every result into ``outputs`` (preallocated, in
         :attr:`output_specs` order).  Callers have checked shapes and dtypes."""
 
+    def bind(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> Callable[[], None]:
+        """``run(inputs, outputs)`` as a call without arguments, for callers
+        that run the same buffers again and again (an executor's slots);
+        backends may prepare what a run would redo each time."""
+        return functools.partial(self.run, list(inputs), list(outputs))
+
     @abstractmethod
     def payload(self) -> dict[str, bytes]:
         """The backend's files for an artifact: plain file name → contents."""

@@ -162,14 +162,15 @@ def profile_executor(executor: GraphExecutor, repeat: int) -> Profile:
     from ember.runtime.threads import num_threads
 
     lib = executor.module
-    if not hasattr(lib, "timed_run"):
+    if not hasattr(lib, "bind_timed"):
         raise RuntimeFailure(
             f"profile(): a module built for target {lib.target!r} has no timed entry; "
             "build it with target='llvm' to profile it"
         )
     sites = lib.layout.kernels
     clock = np.zeros((len(sites) + 1, 2), dtype=np.int64)
-    timed_run = lib.timed_run(clock)
+    slots = executor._slots  # noqa: SLF001 - this thread's buffers, as run() uses
+    timed_run = lib.bind_timed(slots.input_list, slots.outputs, clock)
     executor.run()  # warm-up; reports unset inputs before any timing
     samples = np.empty((repeat, len(sites) + 1))
     for r in range(repeat):
