@@ -223,3 +223,32 @@ def test_the_spin_count_reaches_libgomp_but_not_the_environment() -> None:
     assert "environ False None" in result.stdout
     if "OPENMP DISPLAY ENVIRONMENT" in result.stdout + result.stderr:
         assert "GOMP_SPINCOUNT = '1000'" in result.stdout + result.stderr
+
+
+KERNEL_CALLS = """\
+func.func @scale(%X: memref<4xf32>, %Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 {
+    kernel.block "Y" (%vi = spatial %i) {
+      %x = memref.load %X[%vi] : memref<4xf32>
+      memref.store %x, %Y[%vi] : memref<4xf32>
+    }
+  }
+  func.return
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = graph.call_kernel @scale(%x) {ember.ops = ["graph.relu"], ember.flops = 4 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %b = graph.call_kernel @scale(%a) {ember.ops = [1, 2], ember.flops = -5 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %b : tensor<4xf32>
+}
+"""
+
+
+def test_the_layout_takes_only_well_formed_kernel_annotations() -> None:
+    from ember.lowering.program_to_llvm import KernelSite, lower_program_to_llvm
+
+    layout, _ = lower_program_to_llvm(ember.parse(KERNEL_CALLS))
+    assert layout.kernels == [
+        KernelSite("scale", ("graph.relu",), (4,), 4),
+        KernelSite("scale", (), (4,), 0),  # hand-written nonsense is not reported
+    ]
+    assert type(layout).from_json(json.loads(json.dumps(layout.to_json()))) == layout

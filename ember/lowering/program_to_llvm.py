@@ -44,7 +44,15 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, IntegerType, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ember.dialects.graph import (
@@ -193,12 +201,15 @@ def _kernel_site(op: CallKernelOp | CallExternOp) -> KernelSite:
         return KernelSite(op.function, (op.name,), shape, 0)
     ops = op.attributes.get(OPS_ATTR)
     flops = op.attributes.get(FLOPS_ATTR)
-    return KernelSite(
-        op.callee,
-        tuple(a.data for a in ops.data) if isinstance(ops, ArrayAttr) else (),
-        shape,
-        flops.value.data if isinstance(flops, IntegerAttr) else 0,
+    # Hand-written IR may carry anything under these names: take only what
+    # the pass would have written.
+    names = (
+        tuple(a.data for a in ops.data)
+        if isinstance(ops, ArrayAttr) and all(isinstance(a, StringAttr) for a in ops.data)
+        else ()
     )
+    count = flops.value.data if isinstance(flops, IntegerAttr) else 0
+    return KernelSite(op.callee, names, shape, max(count, 0))
 
 
 def _aligned(n: int) -> int:
