@@ -254,3 +254,22 @@ def test_the_layout_takes_only_well_formed_kernel_annotations() -> None:
         KernelSite("scale", (), (4,), 0),  # hand-written nonsense is not reported
     ]
     assert type(layout).from_json(json.loads(json.dumps(layout.to_json()))) == layout
+
+
+# --------------------------------------------------------------------------
+# The run path: Module.bind
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["llvm", "interp"])
+def test_a_bound_run_reads_and_writes_the_buffers_it_was_bound_to(target: str) -> None:
+    lib = ember.build(TWO_RELUS, target=target)
+    inputs = [ember.nd.array(np.full((2, 8), v, np.float32)) for v in (-1.0, 2.0)]
+    outputs = [ember.nd.empty((2, 8), "float32") for _ in range(2)]
+    run = lib.bind(inputs, outputs)
+    run()
+    np.testing.assert_array_equal(outputs[1].numpy(), np.full((2, 8), 2.0, np.float32))
+    np.copyto(np.asarray(inputs[1]), np.full((2, 8), 5.0, np.float32))  # new values, same buffer
+    run()
+    np.testing.assert_array_equal(outputs[1].numpy(), np.full((2, 8), 5.0, np.float32))
+    np.testing.assert_array_equal(outputs[0].numpy(), np.zeros((2, 8), np.float32))
