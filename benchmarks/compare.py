@@ -1,14 +1,15 @@
-"""Time ember against numpy and onnxruntime on ember.testing.workloads' networks.
+"""Time ember against numpy, onnxruntime and PyTorch on ember.testing.workloads' networks.
 
 Usage::
 
     python benchmarks/compare.py [--workloads mlp,resnet18] [--repeat N]
         [--warmup W] [--threads 2] [--blas-threads K] [--json out.json]
+        [--profile]
 
 For each workload, in one process: ``ember.build(target="llvm")`` (timed:
-the compile column; cold, the compilation cache is bypassed), the numpy forward pass of ``numpy_models.py``, and an
+the compile column; cold, the compilation cache is bypassed), the numpy forward pass of ``numpy_models.py``, an
 onnxruntime session over the ONNX export of ember's own graph
-(``onnx_export.py``).  Every framework's output is first checked against
+(``onnx_export.py``), and PyTorch eager on the CPU (``torch_models.py``).  Every framework's output is first checked against
 the numpy model's — a fast wrong answer is not a result — then the frameworks are
 timed interleaved: rounds of blocks of consecutive runs, one framework per
 block, the first run of each block untimed.  Interleaving spreads the
@@ -20,14 +21,20 @@ one-run-each alternation would charge to whoever runs next.
 Latency is the median of ``--repeat`` timed runs (default 50; 20 for
 resnet18, whose runs are long enough), ember's being ``GraphExecutor.run``
 alone (inputs set once, outputs left in place).  Ratios are ember's time
-over the peer's: below 1 means ember is faster.  Threads: ember and
-onnxruntime use ``--threads`` (onnxruntime intra-op, one inter-op thread);
+over the peer's: below 1 means ember is faster.  Threads: ember,
+onnxruntime and PyTorch use ``--threads`` (onnxruntime intra-op, one
+inter-op thread; ``torch.set_num_threads``);
 numpy's OpenBLAS keeps the thread count its environment gives it unless
 ``--blas-threads`` caps it, and the report says what it was.  No figure here is asserted anywhere: speed goals
 are read from this table, never tested.
 
-onnxruntime is optional (``pip install -e .[bench]``): without it the
-column reads n/a and the table says how to install it.
+After the timing, ember's run is profiled (``GraphExecutor.profile``):
+``--json`` keeps each workload's profile (per kernel: fused ops, median,
+share, GFLOP/s, % of peak; and the time outside kernels), ``--profile``
+prints its table too.  The report names the CPU model and its vector ISA.
+
+onnxruntime and torch are optional (``pip install -e .[bench]``): without
+one, its column reads n/a and the table says how to install it.
 """
 
 from __future__ import annotations
@@ -52,12 +59,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy_models
 import onnx_export
+import torch_models
 
 import ember
 from ember.errors import EmberError
 from ember.testing import workloads
 
-FRAMEWORKS: tuple[str, ...] = ("ember", "numpy", "onnxruntime")
+FRAMEWORKS: tuple[str, ...] = ("ember", "numpy", "onnxruntime", "pytorch")
+PEER_LABELS = {"numpy": "numpy", "onnxruntime": "ort", "pytorch": "torch"}
+"""How the ratio columns name each peer (``ember/ort``)."""
+PROFILE_REPEAT = 20  # runs GraphExecutor.profile medians over
 DEFAULT_REPEAT = 50
 DEFAULT_REPEAT_BY_WORKLOAD = {"resnet18": 20}  # >= 20 runs for resnet18
 NOISY_SPREAD = 1.5  # p90 / median above this gets a note: the figure is shaky
@@ -73,6 +84,8 @@ class Runner:
     run: Callable[[], Any]
     output: Callable[[], np.ndarray]
     setup_s: float
+    profile: Callable[[], dict[str, Any]] | None = None
+    """ember's per-kernel profile (``Profile.as_dict``), taken after timing."""
 
 
 @dataclass
@@ -114,6 +127,8 @@ class Result:
     max_rel_error: dict[str, float]
     timings: dict[str, dict[str, float | int]]
     problems: dict[str, str]
+    profile: dict[str, Any] | None = None
+    """ember's ``GraphExecutor.profile`` of this workload, as a dict."""
 
     def ratio(self, peer: str) -> float | None:
         ours, theirs = self.median_ms.get("ember"), self.median_ms.get(peer)
@@ -150,7 +165,11 @@ def ember_runner(module: Any, params: dict[str, np.ndarray], x: np.ndarray) -> R
     executor = ember.GraphExecutor(lib, ember.cpu(0))
     executor.set_input("data", x)
     return Runner(
-        "ember", executor.run, lambda: executor.get_output(0).numpy(), compile_s
+        "ember",
+        executor.run,
+        lambda: executor.get_output(0).numpy(),
+        compile_s,
+        profile=lambda: executor.profile(repeat=PROFILE_REPEAT).as_dict(),
     )
 
 
@@ -180,6 +199,20 @@ def onnxruntime_runner(
         last[:] = session.run(output_names, feed)
 
     return Runner("onnxruntime", run, lambda: last[0], setup_s)
+
+
+def pytorch_runner(
+    name: str, params: dict[str, np.ndarray], x: np.ndarray, threads: int
+) -> Runner:
+    start = time.perf_counter()
+    forward = torch_models.prepare(name, params, threads)
+    setup_s = time.perf_counter() - start
+    last: list[np.ndarray] = []
+
+    def run() -> None:
+        last[:] = [forward(x)]
+
+    return Runner("pytorch", run, lambda: last[0], setup_s)
 
 
 def onnxruntime_missing() -> str | None:
@@ -241,11 +274,12 @@ def measure(name: str, runs: int, warmup: int, block: int, threads: int) -> Resu
         ("ember", lambda: ember_runner(module, params, x)),
         ("numpy", lambda: numpy_runner(name, params, x)),
         ("onnxruntime", lambda: onnxruntime_runner(module, params, x, threads)),
+        ("pytorch", lambda: pytorch_runner(name, params, x, threads)),
     ]
-    missing_ort = onnxruntime_missing()
+    missing = {"onnxruntime": onnxruntime_missing(), "pytorch": torch_models.missing()}
     for framework, make in makers:
-        if framework == "onnxruntime" and missing_ort:
-            problems[framework] = missing_ort
+        if missing.get(framework):
+            problems[framework] = missing[framework]
             continue
         try:
             runners.append(make())
@@ -259,6 +293,13 @@ def measure(name: str, runs: int, warmup: int, block: int, threads: int) -> Resu
     errors = _check_outputs(runners, problems)
     runners = [r for r in runners if r.framework not in problems]
     timings = time_interleaved(runners, runs, warmup, block) if runners else {}
+    profile = None
+    for runner in runners:
+        if runner.profile is not None:
+            try:
+                profile = runner.profile()
+            except Exception as error:  # noqa: BLE001  (as above: keep the figures)
+                problems[runner.framework] = f"profile: {type(error).__name__}: {error}"
     return Result(
         workload=name,
         median_ms={
@@ -269,6 +310,7 @@ def measure(name: str, runs: int, warmup: int, block: int, threads: int) -> Resu
         max_rel_error=errors,
         timings={f: t.summary() for f, t in timings.items()},
         problems=problems,
+        profile=profile,
     )
 
 
@@ -334,12 +376,30 @@ def openblas_threads() -> int | None:
     return None
 
 
+ISA_FLAGS: tuple[str, ...] = ("avx512f", "avx512bw", "avx512_vnni", "avx2", "fma", "avx", "neon", "asimd")
+"""The vector extensions the report names (x86 and Arm spellings)."""
+
+
 def cpu_model() -> str:
     """The CPU's model name and widest vector extension, from /proc/cpuinfo.
 
     The vector width is worth saying: a host with AVX-512 rather than only
     AVX2 moves every framework's figures.
     """
+    name, flags = _cpuinfo()
+    vector_extensions = {"avx512f": "AVX-512", "avx2": "AVX2", "avx": "AVX"}
+    widest = next((v for f, v in vector_extensions.items() if f in flags), None)
+    return f"{name} ({widest})" if widest else name
+
+
+def cpu_isa() -> list[str]:
+    """Which of :data:`ISA_FLAGS` this CPU has (``["avx2", "fma", "avx"]``)."""
+    _, flags = _cpuinfo()
+    return [flag for flag in ISA_FLAGS if flag in flags]
+
+
+def _cpuinfo() -> tuple[str, set[str]]:
+    """The model name and feature flags of the first CPU in /proc/cpuinfo."""
     name, flags = platform.processor() or platform.machine(), set()
     try:
         with open("/proc/cpuinfo") as cpuinfo:
@@ -347,14 +407,12 @@ def cpu_model() -> str:
                 key, _, value = line.partition(":")
                 if key.strip() == "model name":
                     name = value.strip()
-                elif key.strip() == "flags":
+                elif key.strip() in ("flags", "Features"):
                     flags = set(value.split())
                     break
     except OSError:
-        return name
-    vector_extensions = {"avx512f": "AVX-512", "avx2": "AVX2", "avx": "AVX"}
-    widest = next((v for f, v in vector_extensions.items() if f in flags), None)
-    return f"{name} ({widest})" if widest else name
+        pass
+    return name, flags
 
 
 def environment(threads: int) -> dict[str, Any]:
@@ -363,7 +421,7 @@ def environment(threads: int) -> dict[str, Any]:
         "ember": ember.__version__,
         "numpy": np.__version__,
     }
-    for package in ("onnxruntime", "onnx"):
+    for package in ("onnxruntime", "onnx", "torch"):
         try:
             versions[package] = __import__(package).__version__
         except ImportError:
@@ -372,10 +430,12 @@ def environment(threads: int) -> dict[str, Any]:
 
     return {
         "machine": f"{cpu_model()}, {available_cores()} cores available",
+        "isa": cpu_isa(),
         "versions": versions,
         "threads": {
             "ember": num_threads(),
             "onnxruntime": threads,
+            "pytorch": threads,
             "numpy (OpenBLAS)": openblas_threads(),
         },
         "load_average": os.getloadavg(),
@@ -393,23 +453,18 @@ def _ratio(value: float | None) -> str:
 
 
 def format_table(results: Sequence[Result], env: dict[str, Any]) -> str:
+    peers = FRAMEWORKS[1:]
     header = (
         "workload",
-        "ember ms",
-        "numpy ms",
-        "onnxruntime ms",
-        "ember/numpy",
-        "ember/ort",
+        *(f"{f} ms" for f in FRAMEWORKS),
+        *(f"ember/{PEER_LABELS[p]}" for p in peers),
         "compile s",
     )
     rows = [
         (
             r.workload,
-            _ms(r.median_ms["ember"]),
-            _ms(r.median_ms["numpy"]),
-            _ms(r.median_ms["onnxruntime"]),
-            _ratio(r.ratio("numpy")),
-            _ratio(r.ratio("onnxruntime")),
+            *(_ms(r.median_ms.get(f)) for f in FRAMEWORKS),
+            *(_ratio(r.ratio(p)) for p in peers),
             "n/a" if r.compile_s is None else f"{r.compile_s:.2f}",
         )
         for r in results
@@ -441,7 +496,8 @@ def format_table(results: Sequence[Result], env: dict[str, Any]) -> str:
         "median latency; ratio = ember / peer (below 1: ember is faster); compile = ember.build, cold",
         f"threads: {threads}",
         f"versions: {versions}",
-        f"machine: {env['machine']}; load average before the run: {load}",
+        f"machine: {env['machine']}; ISA: {', '.join(env.get('isa') or ['unknown'])}; "
+        f"load average before the run: {load}",
     ]
     for r in results:
         text += [f"note: {r.workload}: {f}: {why}" for f, why in r.problems.items()]
@@ -500,7 +556,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--json",
         type=Path,
         default=None,
-        help="also write the results to this JSON file",
+        help="also write the results, with ember's per-kernel profiles, to this JSON file",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print ember's per-kernel profile of each workload",
     )
     args = parser.parse_args(argv)
     args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -536,6 +597,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         results.append(measure(name, runs, args.warmup, args.block, args.threads))
     print(format_table(results, env))
+    if args.profile:
+        from ember.runtime.profiler import Profile
+
+        for r in results:
+            if r.profile is not None:
+                print(f"\n{r.workload}:\n{Profile.from_dict(r.profile)}")
     if args.json is not None:
         payload = {
             "environment": env,

@@ -64,6 +64,12 @@ BUILD_OPTIONS: dict[str, tuple[type, str]] = {
         "and raise RuntimeFailure naming kernel, buffer and index (llvm; the "
         "interpreter always checks)",
     ),
+    "min_parallel_work": (
+        int,
+        "run a parallel loop on one thread when it executes fewer ops than this "
+        "(default 65536: waking the thread pool costs more than such a loop; "
+        "0 sends every parallel loop to the pool)",
+    ),
 }
 """Option name → (type of its value, what it does)."""
 

@@ -28,6 +28,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import PassError
+from ember.lowering.kernel_to_llvm import MIN_PARALLEL_WORK
 from ember.lowering.program_to_llvm import ProgramLayout
 from ember.target import Target
 
@@ -49,6 +50,8 @@ class CompileOptions:
     """Let LLVM assume no NaN, inf or signed zero (results change for them)."""
     target: Target = Target()
     """The CPU compiled for; ``Target()`` is this one (``"llvm"``)."""
+    min_parallel_work: int = MIN_PARALLEL_WORK
+    """Parallel loops of fewer ops stay serial (:func:`~ember.lowering.kernel_to_llvm.loop_work`)."""
 
 
 @dataclass
@@ -84,15 +87,19 @@ def to_graph(
     return graph
 
 
-def to_kernel(graph: ModuleOp, options: CompileOptions = CompileOptions()) -> ModuleOp:
+def to_kernel(
+    graph: ModuleOp, options: CompileOptions = CompileOptions(), annotate: bool = False
+) -> ModuleOp:
     """Stage ``kernel``: every graph op lowered to a kernel call (copy),
-    tiles shaped for the target's vector registers."""
+    tiles shaped for the target's vector registers; ``annotate`` records
+    each call's graph ops and FLOPs for the profiler."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
     kernel = graph.clone()
-    vector_bits = options.target.vector_bits
-    LowerGraphToKernelPass(vector_bits=vector_bits).apply(make_context(), kernel)
+    LowerGraphToKernelPass(
+        vector_bits=options.target.vector_bits, annotate=annotate
+    ).apply(make_context(), kernel)
     return kernel
 
 
@@ -116,7 +123,10 @@ def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()
             )
     layout, constants = lower_program_to_llvm(lowered, options.entry)
     lower_kernels_to_llvm(
-        lowered, bounds_check=options.bounds_check, fast_math=options.fast_math
+        lowered,
+        bounds_check=options.bounds_check,
+        fast_math=options.fast_math,
+        min_parallel_work=options.min_parallel_work,
     )
     set_vector_width(lowered, options.target.vector_bits)
     return LoweredProgram(lowered, layout, constants)

@@ -278,8 +278,8 @@ OBJECT_FORGERIES: dict[str, tuple[Callable[[bytearray], bytes], str]] = {
         "points outside the section of its symbol",
     ),
     "unresolved-symbol": (
-        lambda d: bytes(d).replace(b"GOMP_parallel\0", b"GOMP_parallex\0"),
-        "needs GOMP_parallex, which this process does not provide",
+        lambda d: bytes(d).replace(b"clock_gettime\0", b"clock_gettimx\0"),
+        "needs clock_gettimx, which this process does not provide",
     ),
     "no-layout-record": (
         lambda d: bytes(d).replace(b"__ember_layout_sha256\0", b"__ember_layout_sha257\0"),

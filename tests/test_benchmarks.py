@@ -13,6 +13,7 @@ install command when it is missing.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ sys.path.insert(0, str(BENCHMARKS))
 import compare
 import numpy_models
 import onnx_export
+import torch_models
 
 RTOL = 1e-4  # of the output's largest magnitude: float32 sums in another order
 
@@ -182,8 +184,9 @@ def test_parse_args_rejects_unknown_workload(
 
 
 def test_missing_onnxruntime_shows_na_and_install_hint(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))  # the profile's peak
     monkeypatch.setattr(
         compare, "onnxruntime_missing", lambda: "onnxruntime is not installed; x"
     )
@@ -194,9 +197,40 @@ def test_missing_onnxruntime_shows_na_and_install_hint(
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| tiny_pipe"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3] == "n/a" and cells[5] == "n/a"  # onnxruntime ms, ember/ort
-    assert float(cells[2]) > 0 and cells[4].endswith("x")
+    assert cells[3] == "n/a" and cells[6] == "n/a"  # onnxruntime ms, ember/ort
+    assert float(cells[2]) > 0 and cells[5].endswith("x")
     assert "note: tiny_pipe: onnxruntime: onnxruntime is not installed" in out
+
+
+def test_the_table_has_a_pytorch_column_and_names_the_isa() -> None:
+    """Fake rows: the pytorch peer's figures land in their own columns."""
+    result = compare.Result(
+        workload="mlp",
+        median_ms={"ember": 1.0, "numpy": 2.0, "onnxruntime": None, "pytorch": 4.0},
+        compile_s=0.5,
+        setup_s={},
+        max_rel_error={},
+        timings={},
+        problems={"onnxruntime": "onnxruntime is not installed; x"},
+    )
+    env = {
+        "machine": "Some CPU (AVX2), 2 cores available",
+        "isa": ["avx2", "fma"],
+        "versions": {"python": "3"},
+        "threads": {"ember": 2, "pytorch": 2},
+        "load_average": (0.0, 0.0, 0.0),
+    }
+    lines = compare.format_table([result], env).splitlines()
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    cells = dict(zip(header, (c.strip() for c in lines[2].strip("|").split("|"))))
+    assert cells["pytorch ms"] == "4.000" and cells["ember/torch"] == "0.25x"
+    assert cells["onnxruntime ms"] == "n/a" and cells["ember/ort"] == "n/a"
+    assert any("ISA: avx2, fma" in line for line in lines)
+
+
+def test_a_missing_torch_reads_na_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    assert "pip install -e .[bench]" in (torch_models.missing() or "")
 
 
 def test_compare_script_end_to_end(tmp_path: Path) -> None:
@@ -216,6 +250,7 @@ def test_compare_script_end_to_end(tmp_path: Path) -> None:
         text=True,
         timeout=300,
         check=False,  # the assertion below shows stderr
+        env={**os.environ, "EMBER_CACHE_DIR": str(tmp_path / "cache")},
     )
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
@@ -225,8 +260,10 @@ def test_compare_script_end_to_end(tmp_path: Path) -> None:
         "ember ms",
         "numpy ms",
         "onnxruntime ms",
+        "pytorch ms",
         "ember/numpy",
         "ember/ort",
+        "ember/torch",
         "compile s",
     ]
     assert any(line.startswith("| mlp ") for line in lines)
@@ -238,6 +275,11 @@ def test_compare_script_end_to_end(tmp_path: Path) -> None:
         result["median_ms"]["ember"] / result["median_ms"]["numpy"]
     )
     assert result["compile_s"] > 0
+    # The JSON keeps ember's profile: every kernel call, keyed by its name.
+    kernels = result["profile"]["kernels"]
+    assert list(kernels) == ["fused_dense_bias_add_relu", "fused_dense_bias_add"]
+    assert kernels["fused_dense_bias_add"]["ops"] == ["graph.dense", "graph.bias_add"]
+    assert "isa" in json.loads(report.read_text())["environment"]
 
 
 def test_the_compile_column_is_a_cold_build(

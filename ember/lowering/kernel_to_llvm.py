@@ -57,6 +57,11 @@ another parallel loop runs on a team of threads, as clang lowers
   above one — otherwise it calls the body on the whole range directly, so one
   thread costs no fork.
 
+A loop whose work is too small to pay for waking a team stays serial:
+``min_parallel_work`` (``ember.build``'s default :data:`MIN_PARALLEL_WORK`,
+0 here and in the pass) is compared with :func:`loop_work`, the number of
+ops one run of the loop executes, counted statically from its trip counts.
+
 Parallel loops inside a parallel loop run serially in their thread.  The
 runtime must define ``GOMP_parallel``, ``omp_get_thread_num``,
 ``omp_get_num_threads`` and ``ember_num_threads`` before such code is loaded:
@@ -126,6 +131,11 @@ from ember.dialects.kernel import (
 )
 from ember.errors import PassError
 from ember.ir import describe_op
+
+MIN_PARALLEL_WORK = 1 << 16
+"""Ops (:func:`loop_work`) below which ``ember.build`` keeps a parallel loop
+serial: ~10-30 µs of work on one core, where a libgomp team's fork and join
+costs 1.5-8 µs on a busy 2-core machine (see :mod:`ember.runtime.threads`)."""
 
 NUM_THREADS_SYMBOL = "ember_num_threads"
 """External ``i32`` global that parallel loops read their thread count from."""
@@ -215,6 +225,8 @@ class _ModuleDeclarations:
     """Outlined parallel-loop functions, in the order they were made."""
     bounds_check: bool = False
     """Test, at run time, the accesses not proven in bounds."""
+    min_parallel_work: int = 0
+    """Parallel loops doing fewer ops (:func:`loop_work`) run serially."""
     bounds_sites: dict[str, str] = field(default_factory=dict)
     """Global name → text naming one checked access (kernel, buffer, index)."""
     unproven: dict[str, dict[Operation, tuple[int, ...]]] = field(default_factory=dict)
@@ -385,7 +397,12 @@ class _KernelTranslator:
             )
         if op.trip_count == 0:
             return
-        if op.kind.data == "parallel" and op.trip_count > 1 and not self.in_parallel:
+        if (
+            op.kind.data == "parallel"
+            and op.trip_count > 1
+            and not self.in_parallel
+            and loop_work(op) >= self.declarations.min_parallel_work
+        ):
             self._lower_parallel_for(op)
             return
         self._loop(op, self._const(op.lb, i64))
@@ -927,8 +944,26 @@ def _provide_thread_runtime() -> None:
     ensure_runtime()
 
 
+def loop_work(loop: ForOp) -> int:
+    """The ops one run of ``loop`` executes: each op of its body once per
+    iteration, a nested loop's body once per iteration of that loop too."""
+
+    def ops_in(block: Block) -> int:
+        total = 0
+        for op in block.ops:
+            inner = sum(ops_in(b) for region in op.regions for b in region.blocks)
+            total += op.trip_count * inner if isinstance(op, ForOp) else 1 + inner
+        return total
+
+    return loop.trip_count * ops_in(loop.body.block)
+
+
 def lower_kernels_to_llvm(
-    module: ModuleOp, *, bounds_check: bool = False, fast_math: bool = False
+    module: ModuleOp,
+    *,
+    bounds_check: bool = False,
+    fast_math: bool = False,
+    min_parallel_work: int = 0,
 ) -> None:
     """Replace every kernel of ``module`` by its ``llvm.func``, in place.
 
@@ -941,9 +976,16 @@ def lower_kernels_to_llvm(
     was.  Functions outlined from parallel loops follow their kernel; C
     library and OpenMP functions, and the thread-count global, are declared
     once, at the end.  ``bounds_check`` tests the accesses not proven in
-    bounds at run time (see the module docstring).
+    bounds at run time (see the module docstring); parallel loops of fewer
+    than ``min_parallel_work`` ops (:func:`loop_work`) stay serial.
     """
-    declarations = _ModuleDeclarations(bounds_check=bounds_check)
+    if min_parallel_work < 0:
+        raise PassError(
+            f"lower-kernel-to-llvm: min_parallel_work must be >= 0, got {min_parallel_work}"
+        )
+    declarations = _ModuleDeclarations(
+        bounds_check=bounds_check, min_parallel_work=min_parallel_work
+    )
     lowered: list[tuple[func.FuncOp, list[llvm.FuncOp]]] = []
     for kernel in kernel_functions(module):
         outlined_before = len(declarations.outlined)

@@ -25,6 +25,13 @@ C++, and what Relax's VM does with its instruction list).
   :attr:`ProgramLayout.externs`, ``buffers`` points at the inputs then the
   outputs.  The runtime maps it to the registered Python function.
 
+A second entry, ``llvm.func @__ember_profile_<name>(%frame, %clock)``, is
+the same program with a ``clock_gettime(CLOCK_MONOTONIC)`` into
+``clock[i]`` (16-byte timespecs) before call ``i`` and one after the last:
+what the profiler runs.  The plain entry has no timer calls, so a normal
+run costs what it did; both call the same kernels.  Each call is described
+in :attr:`ProgramLayout.kernels` (kernel, graph ops, shape, FLOPs).
+
 The plan (:class:`ProgramLayout`) is plain data that serialises to JSON, so
 an exported artifact can rebuild the frame without the IR.
 """
@@ -37,7 +44,15 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ember.dialects.graph import (
@@ -56,9 +71,24 @@ EXTERN_SYMBOL = "ember_call_extern"
 """The runtime-provided function ``void (ptr context, i64 site, ptr buffers)``."""
 
 
+CLOCK_SYMBOL = "clock_gettime"
+"""libc's ``int clock_gettime(clockid_t, struct timespec *)``."""
+CLOCK_MONOTONIC = 1  # Linux's clockid_t
+TIMESPEC_BYTES = 16  # struct timespec: i64 seconds, i64 nanoseconds
+OPS_ATTR = "ember.ops"
+FLOPS_ATTR = "ember.flops"
+"""Attributes ``lower-graph-to-kernel{annotate=true}`` puts on each
+``graph.call_kernel``: the graph ops the kernel computes, their FLOPs."""
+
+
 def entry_symbol(function: str) -> str:
     """The native symbol of a lowered graph function."""
     return f"__ember_entry_{function}"
+
+
+def profile_symbol(function: str) -> str:
+    """The native symbol of the timed copy of a lowered graph function."""
+    return f"__ember_profile_{function}"
 
 
 @dataclass(frozen=True)
@@ -83,6 +113,21 @@ class ExternSite:
     outputs: tuple[BufferSpec, ...]
 
 
+@dataclass(frozen=True)
+class KernelSite:
+    """One native call of the program (a kernel or a registered function),
+    as the profiler reports it."""
+
+    name: str
+    """The kernel's symbol (``fused_conv2d_add_relu_1``) or the function's name."""
+    ops: tuple[str, ...]
+    """The graph ops it computes, in order (``graph.conv2d``, ``graph.add``…)."""
+    shape: tuple[int, ...]
+    """The shape of its first result."""
+    flops: int
+    """Estimated FLOPs (:mod:`ember.passes.cost`), 0 where unknown."""
+
+
 @dataclass
 class ProgramLayout:
     """Everything the runtime needs to build the frame and call the entry."""
@@ -94,6 +139,13 @@ class ProgramLayout:
     constants: list[BufferSpec] = field(default_factory=list)
     workspace_bytes: int = 0
     externs: list[ExternSite] = field(default_factory=list)
+    kernels: list[KernelSite] = field(default_factory=list)
+    """Every call of the entry in order; the profile entry's clock ``i`` is
+    read just before call ``i``, clock ``len(kernels)`` after the last."""
+
+    @property
+    def profile_symbol(self) -> str:
+        return profile_symbol(self.function)
 
     @property
     def workspace_slot(self) -> int:
@@ -128,6 +180,10 @@ class ProgramLayout:
                 )
                 for e in data["externs"]
             ],
+            kernels=[
+                KernelSite(k["name"], tuple(k["ops"]), tuple(k["shape"]), int(k["flops"]))
+                for k in data["kernels"]
+            ],
         )
 
 
@@ -135,6 +191,25 @@ def _spec(name: str, value: SSAValue) -> BufferSpec:
     t = value.type
     assert isinstance(t, TensorType)  # guaranteed by the graph verifiers
     return BufferSpec(name, tuple(t.get_shape()), numpy_dtype(t.element_type).name)
+
+
+def _kernel_site(op: CallKernelOp | CallExternOp) -> KernelSite:
+    """What the profiler says about a call: the ops and FLOPs
+    ``lower-graph-to-kernel{annotate=true}`` recorded, else its name alone."""
+    shape = tuple(op.results[0].type.get_shape()) if op.results else ()
+    if isinstance(op, CallExternOp):
+        return KernelSite(op.function, (op.name,), shape, 0)
+    ops = op.attributes.get(OPS_ATTR)
+    flops = op.attributes.get(FLOPS_ATTR)
+    # Hand-written IR may carry anything under these names: take only what
+    # the pass would have written.
+    names = (
+        tuple(a.data for a in ops.data)
+        if isinstance(ops, ArrayAttr) and all(isinstance(a, StringAttr) for a in ops.data)
+        else ()
+    )
+    count = flops.value.data if isinstance(flops, IntegerAttr) else 0
+    return KernelSite(op.callee, names, shape, max(count, 0))
 
 
 def _aligned(n: int) -> int:
@@ -180,13 +255,19 @@ def _check_program(function: func.FuncOp) -> None:
 
 
 class _ProgramTranslator:
-    def __init__(self, function: func.FuncOp) -> None:
+    """Builds the entry of ``function``; with ``profile``, its timed copy
+    (a second argument, the clock array, read before every call)."""
+
+    def __init__(self, function: func.FuncOp, profile: bool = False) -> None:
         self.function = function
         self.name = function.sym_name.data
         self.layout = ProgramLayout(self.name, entry_symbol(self.name))
-        self.block = Block(arg_types=[PTR])
+        self.profile = profile
+        self.block = Block(arg_types=[PTR, PTR] if profile else [PTR])
         self.frame = self.block.args[0]
         self.frame.name_hint = "frame"
+        if profile:
+            self.block.args[1].name_hint = "clock"
         self.pointers: dict[SSAValue, SSAValue] = {}
         self.constants: list[np.ndarray] = []
 
@@ -227,7 +308,8 @@ class _ProgramTranslator:
             self.layout.constants.append(
                 _spec(op.result.name_hint or f"const{i}", op.result)
             )
-            self.constants.append(op.to_array())
+            if not self.profile:  # the plain entry's translation returns them
+                self.constants.append(op.to_array())
 
         n_in, n_out = len(self.layout.inputs), len(self.layout.outputs)
         for i, arg in enumerate(body.args):
@@ -278,11 +360,15 @@ class _ProgramTranslator:
             self.pointers[value] = pointer
 
         for op in ops:
+            if isinstance(op, CallKernelOp | CallExternOp):
+                self._read_clock()
+                self.layout.kernels.append(_kernel_site(op))
             if isinstance(op, CallKernelOp):
                 buffers = [self.pointers[v] for v in (*op.operands, *op.results)]
                 self._emit(llvm.CallOp(op.callee, *buffers))
             elif isinstance(op, CallExternOp):
                 self._call_extern(op, context)
+        self._read_clock()
 
         for i, value in enumerate(returned):
             if direct.get(value) == i:
@@ -300,12 +386,32 @@ class _ProgramTranslator:
         self.block.add_op(llvm.ReturnOp())
 
         entry = llvm.FuncOp(
-            self.layout.symbol,
-            llvm.LLVMFunctionType([PTR]),
+            self.layout.profile_symbol if self.profile else self.layout.symbol,
+            llvm.LLVMFunctionType([PTR] * len(self.block.args)),
             linkage=llvm.LinkageAttr("external"),
             body=Region(self.block),
         )
         return entry, self.layout, self.constants
+
+    def _read_clock(self) -> None:
+        """In the profile entry: the next timespec of the clock array."""
+        if not self.profile:
+            return
+        index = len(self.layout.kernels)
+        clock = self.block.args[1]
+        address = (
+            clock
+            if index == 0
+            else self._emit(
+                llvm.GEPOp(clock, [index * TIMESPEC_BYTES], IntegerType(8), inbounds=True)
+            )
+        )
+        clock_id = self._emit(
+            llvm.ConstantOp(IntegerAttr(CLOCK_MONOTONIC, IntegerType(32)), IntegerType(32))
+        )
+        self._emit(
+            llvm.CallOp(CLOCK_SYMBOL, clock_id, address, return_type=IntegerType(32))
+        )
 
     def _call_extern(self, op: CallExternOp, context: SSAValue) -> None:
         site = len(self.layout.externs)
@@ -346,12 +452,17 @@ def lower_program_to_llvm(
         raise PassError(f"lower-program-to-llvm: no function @{function}")
     _check_program(target)
     entry, layout, constants = _ProgramTranslator(target).translate()
+    timed, _, _ = _ProgramTranslator(target, profile=True).translate()
     module.body.block.insert_op_before(entry, target)
+    module.body.block.insert_op_before(timed, target)
     module.body.block.erase_op(target)
     declared = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
     # Declare only what is called: MCJIT must resolve every declared symbol
     # it links, and EXTERN_SYMBOL exists only once the runtime installed it.
-    declarations = {"memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR)}
+    declarations = {
+        "memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR),
+        CLOCK_SYMBOL: llvm.LLVMFunctionType([IntegerType(32), PTR], IntegerType(32)),
+    }
     if layout.externs:
         declarations[EXTERN_SYMBOL] = llvm.LLVMFunctionType([PTR, i64, PTR])
     for name, signature in declarations.items():

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ember.remarks import fused_location
@@ -44,6 +44,7 @@ from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
 from ember.ir import describe_op
+from ember.lowering.program_to_llvm import FLOPS_ATTR, OPS_ATTR
 from ember.lowering.graph_to_kernel import (
     GroupTable,
     OpGroup,
@@ -54,6 +55,7 @@ from ember.lowering.graph_to_kernel import (
     unsupported_reason,
     weight_packing,
 )
+from ember.passes.cost import total_cost
 from ember.passes.fuse_ops import (
     erase_fused_functions,
     fused_functions,
@@ -183,6 +185,14 @@ def replace_with_call(
     return call
 
 
+def profile_attributes(ops: Sequence[Operation]) -> dict[str, Attribute]:
+    """The names and estimated FLOPs of ``ops`` (read before they are erased)."""
+    return {
+        OPS_ATTR: ArrayAttr([StringAttr(op.name) for op in ops]),
+        FLOPS_ATTR: IntegerAttr(total_cost(ops).flops, i64),
+    }
+
+
 @dataclass(frozen=True)
 class LowerGraphToKernelPass(ModulePass):
     """Replace every graph op by a graph.call_kernel of a generated kernel."""
@@ -194,6 +204,11 @@ class LowerGraphToKernelPass(ModulePass):
 
     pack_weights: bool = True
     """Pack constant conv2d/dense weights at compile time."""
+
+    annotate: bool = False
+    """Record on each ``graph.call_kernel`` the graph ops its kernel computes
+    (``ember.ops``) and their estimated FLOPs (``ember.flops``): what the
+    profiler reports per kernel.  ``ember.build`` turns it on."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = (
@@ -217,5 +232,7 @@ class LowerGraphToKernelPass(ModulePass):
                 operands: Sequence[SSAValue] = group.inputs
                 if self.pack_weights:
                     group, operands = packer.prepack(group)
-                replace_with_call(group, table.name_for(group), operands)
+                annotation = profile_attributes(group.ops) if self.annotate else {}
+                call = replace_with_call(group, table.name_for(group), operands)
+                call.attributes.update(annotation)
         packer.erase_unused_originals()

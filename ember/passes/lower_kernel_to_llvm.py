@@ -8,6 +8,7 @@ pass with a diagnostic naming the op, before any kernel is changed.
 
 Option ``fast_math`` (``lower-kernel-to-llvm{fast_math=true}``) allows LLVM
 every fast-math flag, which changes results for NaN, inf and -0.0.
+Option ``min_parallel_work`` keeps parallel loops of fewer ops serial.
 """
 
 from __future__ import annotations
@@ -29,5 +30,11 @@ class LowerKernelToLLVMPass(ModulePass):
 
     fast_math: bool = False
 
+    min_parallel_work: int = 0
+    """Parallel loops of fewer ops than this stay serial (``ember.build``
+    uses ``MIN_PARALLEL_WORK``)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_kernels_to_llvm(op, fast_math=self.fast_math)
+        lower_kernels_to_llvm(
+            op, fast_math=self.fast_math, min_parallel_work=self.min_parallel_work
+        )

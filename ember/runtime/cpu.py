@@ -32,7 +32,7 @@ import io
 import itertools
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ from xdsl.ir import Operation
 from ember.errors import ArtifactError, EmberError
 from ember.lowering.program_to_llvm import EXTERN_SYMBOL, BufferSpec, ProgramLayout
 from ember.runtime import elf
-from ember.runtime.jit import raise_bounds_error
+from ember.runtime.jit import bounds_error_pending, raise_bounds_error
 from ember.runtime.artifact import (
     DTYPE,
     NAME,
@@ -75,6 +75,7 @@ LAYOUT_SCHEMA = {
     "constants": [_BUFFER],
     "workspace_bytes": NATURAL,
     "externs": [{"function": STRING, "inputs": [_BUFFER], "outputs": [_BUFFER]}],
+    "kernels": [{"name": STRING, "ops": [STRING], "shape": [NATURAL], "flops": NATURAL}],
 }
 METADATA_SCHEMA = {"target": STRING, "cpu": STRING, "features": [STRING]}
 
@@ -154,6 +155,7 @@ class LLVMModule(Module):
     """A graph program compiled to native code for this CPU (``target="llvm"``)."""
 
     target = "llvm"
+    run_is_locked = True  # run and bound runs hold the module's lock
 
     def __init__(
         self,
@@ -221,7 +223,9 @@ class LLVMModule(Module):
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
         graph = compiler.to_graph(ir, params, options)
-        program = compiler.to_llvm_dialect(compiler.to_kernel(graph, options), options)
+        program = compiler.to_llvm_dialect(
+            compiler.to_kernel(graph, options, annotate=True), options
+        )
         if program.layout.externs:
             _install_callback()
         program.module.body.block.add_op(_digest_global(program.layout))
@@ -232,28 +236,88 @@ class LLVMModule(Module):
 
     # -- run ---------------------------------------------------------------
 
-    def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
+    def _main(self) -> Any:
+        """The entry as ctypes, bound on first use: code for another CPU
+        has none, and asking for it raises the reason."""
         if self._entry is None:
             address = self._jit.address(self._layout.symbol)
             self._entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address)
+        return self._entry
+
+    def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
+        entry = self._main()
         frame = self._frame
         with self._lock:
-            for i, array in enumerate(inputs):
+            for i, array in enumerate((*inputs, *outputs)):
                 frame[i] = array.data_ptr
-            first_output = len(inputs)
-            for i, array in enumerate(outputs):
-                frame[first_output + i] = array.data_ptr
-            _PENDING.error = None
-            self._entry(frame)
-            error, _PENDING.error = _PENDING.error, None
-            raise_bounds_error(f"running @{self.entry_name} on cpu")
-        if error is not None:
-            if isinstance(error, EmberError):
-                raise error
+            self._invoke(entry, (frame,))
+
+    def bind(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> Callable[[], None]:
+        """``run(inputs, outputs)`` as a call without arguments, over a frame
+        of its own that holds these buffers' addresses: a run writes nothing
+        into a frame, it only takes the lock and calls the entry."""
+        if self._jit.engine is None:
+            return self._main  # code for another CPU: running raises the reason
+        return self._bound(self._main(), inputs, outputs)
+
+    def bind_timed(
+        self, inputs: Sequence[NDArray], outputs: Sequence[NDArray], clock: np.ndarray
+    ) -> Callable[[], None]:
+        """:meth:`bind` through the profile entry, which writes the monotonic
+        clock (seconds, nanoseconds) into ``clock`` (C-order int64, one row
+        per call of ``layout.kernels`` and one more) before each kernel
+        call and after the last."""
+        expected = (len(self._layout.kernels) + 1, 2)
+        if clock.dtype != np.int64 or clock.shape != expected or not clock.flags.c_contiguous:
             raise EmberError(
-                f"a registered function called by @{self.entry_name} failed: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+                f"bind_timed: the clock array must be C-contiguous int64{list(expected)}, "
+                f"got {clock.dtype.name}{list(clock.shape)}"
+            )
+        entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(
+            self._jit.address(self._layout.profile_symbol)
+        )
+        return self._bound(entry, inputs, outputs, clock.ctypes.data)
+
+    def _bound(
+        self, entry: Any, inputs: Sequence[NDArray], outputs: Sequence[NDArray], *extra: int
+    ) -> Callable[[], None]:
+        frame = (ctypes.c_void_p * self._layout.frame_size)()
+        ctypes.memmove(frame, self._frame, ctypes.sizeof(frame))  # constants, workspace…
+        buffers = (*inputs, *outputs)  # kept alive by the closure
+        for i, array in enumerate(buffers):
+            frame[i] = array.data_ptr
+        arguments = (frame, *extra)
+        lock, invoke = self._lock, self._invoke
+
+        def run() -> None:
+            # The per-inference overhead outside kernels is this function:
+            # a lock and one native call (see docs/runtime.md, Profiling).
+            with lock:
+                invoke(entry, arguments)
+
+        run.buffers = buffers  # type: ignore[attr-defined]
+        return run
+
+    def _invoke(self, entry: Any, arguments: tuple[Any, ...]) -> None:
+        """Call ``entry(*arguments)`` (the lock held) and raise what the
+        kernels or registered functions reported."""
+        if not self._layout.externs:
+            entry(*arguments)
+            if bounds_error_pending():
+                raise_bounds_error(f"running @{self.entry_name} on cpu")
+            return
+        _PENDING.error = None
+        entry(*arguments)
+        error, _PENDING.error = _PENDING.error, None
+        raise_bounds_error(f"running @{self.entry_name} on cpu")
+        if error is None:
+            return
+        if isinstance(error, EmberError):
+            raise error
+        raise EmberError(
+            f"a registered function called by @{self.entry_name} failed: "
+            f"{type(error).__name__}: {error}"
+        ) from error
 
     # -- export / load ------------------------------------------------------
 

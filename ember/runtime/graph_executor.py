@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from ember.runtime.device import Device, cpu
 from ember.runtime.module import Module
 from ember.runtime.module import load_params as _load_params_blob
 from ember.runtime.ndarray import NDArray, as_host_array, empty
+
+if TYPE_CHECKING:
+    from ember.runtime.profiler import Profile
 
 __all__ = ["BenchmarkResult", "GraphExecutor", "GraphModule"]
 
@@ -135,10 +138,12 @@ class _Slots(threading.local):
         # The slots never change, so run() hands the module one prebuilt list:
         # per-run overhead matters once a compiled module takes microseconds.
         self.input_list = [self.inputs[spec.name] for spec in lib.input_specs]
+        self.input_arrays = {name: np.asarray(slot) for name, slot in self.inputs.items()}
         self.unset = set(self.inputs)
         self.outputs = [
             empty(spec.shape, spec.dtype, device) for spec in lib.output_specs
         ]
+        self.run = lib.bind(self.input_list, self.outputs)
         self.has_run = False
 
 
@@ -169,11 +174,12 @@ class GraphExecutor:
         self._device = self._pick_device(lib, device)
         lib.resolve_externs()
         self._input_specs = {spec.name: spec for spec in lib.input_specs}
+        self._input_dtypes = {spec.name: np.dtype(spec.dtype) for spec in lib.input_specs}
         self._input_order = [spec.name for spec in lib.input_specs]
         self._creator = threading.get_ident()
         self._slots = _Slots(lib, self._device)  # this thread's, allocated now
-        # Module.run promises nothing about concurrent calls.
-        self._run_lock = threading.Lock()
+        # Module.run promises nothing about concurrent calls unless it says so.
+        self._run_lock = None if lib.run_is_locked else threading.Lock()
 
     @staticmethod
     def _pick_device(lib: Module, device: Device | Sequence[Device] | None) -> Device:
@@ -291,16 +297,19 @@ class GraphExecutor:
         staged = [(name, self._checked_value(name, value)) for name, value in updates]
         slots = self._slots
         for name, values in staged:
-            np.copyto(np.asarray(slots.inputs[name]), values)
+            np.copyto(slots.input_arrays[name], values)
             slots.unset.discard(name)
 
     def _checked_value(self, name: str, value: Any) -> np.ndarray:
         spec = self._input_specs[name]
+        dtype = self._input_dtypes[name]
         # Lists and scalars take the input's dtype; typed sources must match it.
-        values = as_host_array(
-            value, f"set_input({name!r})", dtype=np.dtype(spec.dtype)
+        values = (
+            value
+            if type(value) is np.ndarray  # the common case, checked below
+            else as_host_array(value, f"set_input({name!r})", dtype=dtype)
         )
-        if values.dtype.name != spec.dtype or values.shape != spec.shape:
+        if values.dtype != dtype or values.shape != spec.shape:
             raise RuntimeFailure(
                 f"set_input({name!r}): expected {spec.describe()}, got "
                 f"{values.dtype.name}{list(values.shape)}"
@@ -340,6 +349,12 @@ class GraphExecutor:
         """Run the module once; ``inputs`` are set first (as ``set_input(**inputs)``)."""
         if inputs:
             self.set_input(**inputs)
+        self._run(None)
+
+    def _run(self, bound: Callable[[], None] | None) -> None:
+        """Run this thread's slots through ``bound`` (a ``Module.bind`` of
+        them; ``None``: the plain one): the path whose cost is the
+        per-inference overhead, so keep it short."""
         slots = self._slots
         if slots.unset:
             missing = [name for name in self._input_order if name in slots.unset]
@@ -347,8 +362,11 @@ class GraphExecutor:
                 f"run(): input(s) not set: {', '.join(missing)}; call set_input(name, array) first"
                 + self._per_thread_hint()
             )
-        with self._run_lock:
-            self._lib.run(slots.input_list, slots.outputs)
+        if self._run_lock is None:
+            (bound or slots.run)()
+        else:
+            with self._run_lock:
+                (bound or slots.run)()
         slots.has_run = True
 
     def _per_thread_hint(self) -> str:
@@ -462,6 +480,23 @@ class GraphExecutor:
             estimate = math.ceil(min_seconds / per_run) if per_run > 0 else number * 10
             number = max(estimate, math.ceil(number * 1.618))
 
+    def profile(self, repeat: int = 20, **inputs: Any) -> Profile:
+        """Time every kernel of ``repeat`` runs (after one untimed warm-up):
+        a :class:`~ember.runtime.profiler.Profile` with one row per kernel
+        call (median time, share, GFLOP/s, % of this machine's peak) and the
+        per-inference overhead outside kernels.
+
+        The runs go through ``run()``'s own path into a copy of the native
+        entry with a clock read before each kernel call (see
+        :mod:`ember.lowering.program_to_llvm`); ``inputs`` are set first.
+        Modules built for ``target="llvm"`` only.
+        """
+        from ember.runtime.profiler import profile_executor
+
+        if inputs:
+            self.set_input(**inputs)
+        return profile_executor(self, _positive_int("repeat", repeat, "profile"))
+
     def __repr__(self) -> str:
         return f"<ember.GraphExecutor {self._lib!r} on {self._device}>"
 
@@ -478,10 +513,10 @@ def _time(once: Callable[[], object], number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
-def _positive_int(name: str, value: Any) -> int:
+def _positive_int(name: str, value: Any, where: str = "benchmark") -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise RuntimeFailure(
-            f"benchmark: {name} must be an integer >= 1, got {value!r}"
+            f"{where}: {name} must be an integer >= 1, got {value!r}"
         )
     return int(value)
 
@@ -495,13 +530,13 @@ def _copy_into(
         raise RuntimeFailure(
             f"{what}: out must be an ember NDArray or a numpy array, got {type(out).__name__}"
         )
-    if out.shape != slot.shape or np.dtype(out.dtype) != np.dtype(slot.dtype):
+    values, target = np.asarray(slot), np.asarray(out)
+    if target.shape != values.shape or target.dtype != values.dtype:
         raise RuntimeFailure(
-            f"{what}: out is {np.dtype(out.dtype).name}{list(out.shape)} but {source} is "
-            f"{slot.dtype}{list(slot.shape)}; pass an array of that shape and dtype"
+            f"{what}: out is {target.dtype.name}{list(target.shape)} but {source} is "
+            f"{values.dtype.name}{list(values.shape)}; pass an array of that shape and dtype"
         )
-    target = np.asarray(out)
     if not target.flags.writeable:
         raise RuntimeFailure(f"{what}: out is a read-only numpy array")
-    np.copyto(target, np.asarray(slot))
+    np.copyto(target, values)
     return out

@@ -279,9 +279,17 @@ def _define_bounds_reporter() -> None:
     _llvm().add_symbol(BOUNDS_ERROR_SYMBOL, address)
 
 
+def bounds_error_pending() -> bool:
+    """Whether :func:`raise_bounds_error` would raise: a lock-free check for
+    the run path, which cannot afford a lock and a message per call."""
+    return bool(_bounds_failures)
+
+
 def raise_bounds_error(what: str) -> None:
     """Raise (and clear) the out-of-bounds access that code built with
     ``bounds_check`` reported during the native call ``what``, if any."""
+    if not _bounds_failures:
+        return
     with _bounds_lock:
         if not _bounds_failures:
             return

@@ -236,6 +236,9 @@ class Module(ABC):
     remarks: tuple[Any, ...] = ()
     """The optimization remarks of the build that made this module
     (``ember.build(..., remarks=True)``; :class:`ember.remarks.Remark`)."""
+    run_is_locked: ClassVar[bool] = False
+    """Whether :meth:`run` serialises concurrent calls itself; executors
+    lock around it otherwise."""
 
     def __init__(
         self,
@@ -311,6 +314,12 @@ class Module(ABC):
         """Run once: read ``inputs`` (the free inputs, in :attr:`input_specs`
         order) and write every result into ``outputs`` (preallocated, in
         :attr:`output_specs` order).  Callers have checked shapes and dtypes."""
+
+    def bind(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> Callable[[], None]:
+        """``run(inputs, outputs)`` as a call without arguments, for callers
+        that run the same buffers again and again (an executor's slots);
+        backends may prepare what a run would redo each time."""
+        return functools.partial(self.run, list(inputs), list(outputs))
 
     @abstractmethod
     def payload(self) -> dict[str, bytes]:

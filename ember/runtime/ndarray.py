@@ -117,7 +117,7 @@ class NDArray:
     (as in TVM; it compares equal to the numpy dtype too).
     """
 
-    __slots__ = ("_data_ptr", "_device", "_storage")
+    __slots__ = ("_data_ptr", "_device", "_dtype_name", "_storage")
 
     def __init__(self, storage: np.ndarray, device: Device) -> None:
         # Internal constructor: callers go through array/empty/from_dlpack,
@@ -128,9 +128,10 @@ class NDArray:
             )
         self._storage = storage
         self._device = device
-        # The storage is never replaced, so neither is its address; reading
-        # it through numpy's ctypes costs microseconds on every kernel call.
-        self._data_ptr = int(storage.ctypes.data)
+        # Read once: numpy's ``.ctypes.data`` builds an object per call
+        # (~2 µs), and every run of a compiled module passes each address.
+        self._data_ptr: int = storage.__array_interface__["data"][0]
+        self._dtype_name: str = storage.dtype.name  # numpy computes .name in Python
 
     # -- properties -------------------------------------------------------
 
@@ -140,7 +141,7 @@ class NDArray:
 
     @property
     def dtype(self) -> str:
-        return self._storage.dtype.name
+        return self._dtype_name
 
     @property
     def device(self) -> Device:

@@ -22,10 +22,12 @@ What it assumes and decides:
   kernels: on a busy 2-core machine that stalled a 0.7 ms matmul to 5-15 ms,
   and it fights numpy's OpenBLAS pool, which spins too.  Sleeping at once
   (passive) costs ~8 µs per parallel region instead of ~1.5 µs.  Unless the
-  user set either variable, ember sets ``GOMP_SPINCOUNT`` to
-  :data:`DEFAULT_SPIN_COUNT` before loading: threads spin long enough to catch
-  the next kernel of a network running back to back, then sleep.
-  ``configure(spin_count=…)`` before the first compile chooses otherwise.
+  user set either variable, ember loads libgomp with ``GOMP_SPINCOUNT`` set
+  to :data:`DEFAULT_SPIN_COUNT` in the C environment for the duration of the
+  load only (``os.environ`` and child processes never see it): threads spin
+  long enough to catch the next kernel of a network running back to back,
+  then sleep.  ``configure(spin_count=…)`` before the first compile chooses
+  otherwise.
 * Thread count: process-wide, :func:`available_cores` (the CPUs this process
   may run on, ``os.sched_getaffinity``) unless ``set_num_threads`` /
   ``limit_threads`` say otherwise; read by every parallel loop at its start,
@@ -256,9 +258,10 @@ def _load() -> ThreadRuntime:
             stacklevel=3,
         )
         return ThreadRuntime(library=None, spin_count=None)
-    spin_count = _apply_wait_policy()
+    spin_count = _wait_policy()
     try:
-        llvm.load_library_permanently(library)
+        with _c_environment("GOMP_SPINCOUNT", spin_count):
+            llvm.load_library_permanently(library)
     except RuntimeError as e:
         _install_serial_stand_in()
         warnings.warn(
@@ -271,16 +274,31 @@ def _load() -> ThreadRuntime:
     return ThreadRuntime(library=library, spin_count=spin_count)
 
 
-def _apply_wait_policy() -> int | None:
-    """Set ``GOMP_SPINCOUNT`` for libgomp to read when it loads, unless the
-    user chose a policy or libgomp is already in the process (then it has
-    read its environment and the setting would be a lie)."""
+def _wait_policy() -> int | None:
+    """The ``GOMP_SPINCOUNT`` libgomp should read when it loads: ``None``
+    where the user chose a policy or libgomp is already in the process (then
+    it has read its environment and the setting would be a lie)."""
     if _spin_count is None or _libgomp_already_loaded():
         return None
     if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         return None
-    os.environ["GOMP_SPINCOUNT"] = str(_spin_count)
     return _spin_count
+
+
+@contextmanager
+def _c_environment(name: str, value: int | None) -> Iterator[None]:
+    """``name=value`` in the C environment (what a library's constructor
+    reads with ``getenv``) inside the block, unset again after it; nothing
+    for ``None``.  Only for a name absent from the environment."""
+    if value is None:
+        yield
+        return
+    libc = ctypes.CDLL(None)
+    libc.setenv(name.encode(), str(value).encode(), 1)
+    try:
+        yield
+    finally:
+        libc.unsetenv(name.encode())
 
 
 def _libgomp_already_loaded() -> bool:

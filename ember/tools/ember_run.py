@@ -24,7 +24,10 @@ interpreter instead, and ``--bench N`` also reports the latency of N runs.
 proven in bounds (``options={"bounds_check": True}``).  ``--target`` takes a
 target string (``"llvm -mattr=-avx"``, ``"llvm -libs=blas"``, ``"interp"``):
 ``ember.build(..., target=…)``; code for a CPU this one is not fails with
-the features it lacks.
+the features it lacks.  ``--profile N``
+prints ``GraphExecutor.profile``'s table: one row per kernel call (fused
+ops, shape, median time, share, GFLOP/s, % of this machine's peak) and the
+per-inference time outside kernels.
 Execution sits behind :func:`prepare` and the table :data:`ENGINES`, so
 input handling and reporting do not depend on how a function runs.
 
@@ -57,7 +60,7 @@ from ember.limits import check_array
 from ember.tools import read_module, remark_arguments, run_tool
 
 if TYPE_CHECKING:
-    from ember.runtime.graph_executor import BenchmarkResult
+    from ember.runtime.graph_executor import BenchmarkResult, GraphExecutor
 
 TOOL = "ember-run"
 
@@ -81,6 +84,20 @@ def _interpreter(
     return lambda inputs: interpret(module, entry, *inputs)
 
 
+@dataclass
+class CompiledRunner:
+    """A :data:`Runner` over a ``GraphExecutor``, which ``--profile`` uses."""
+
+    executor: GraphExecutor
+
+    def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        executor = self.executor
+        for name, value in zip(executor.input_names, inputs, strict=True):
+            executor.set_input(name, value)
+        executor.run()
+        return [executor.get_output(i).numpy() for i in range(executor.num_outputs)]
+
+
 def _compiled(
     module: ModuleOp, entry: str, options: Mapping[str, Any] | None, target: str
 ) -> Runner:
@@ -88,15 +105,7 @@ def _compiled(
     from ember.runtime.graph_executor import GraphExecutor
 
     lib = build(module, target=target, entry=entry, options=options)
-    executor = GraphExecutor(lib)
-
-    def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        for name, value in zip(executor.input_names, inputs, strict=True):
-            executor.set_input(name, value)
-        executor.run()
-        return [executor.get_output(i).numpy() for i in range(executor.num_outputs)]
-
-    return run
+    return CompiledRunner(GraphExecutor(lib))
 
 
 ENGINES: dict[str, Engine] = {"llvm": _compiled, "interpret": _interpreter}
@@ -405,6 +414,15 @@ def _argument_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="also time N runs after a warm-up (default 50) and report the latency",
     )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        nargs="?",
+        const=20,
+        metavar="N",
+        help="time every kernel over N runs (default 20) and print one row per "
+        "kernel and the time outside kernels (compiled functions only)",
+    )
     return parser
 
 
@@ -416,6 +434,10 @@ def _main(argv: Sequence[str] | None) -> int:
         # numpy's generators take non-negative seeds only.
         raise EmberError(f"--seed needs a non-negative integer, got {args.seed}")
     target = str(Target.parse(args.target))  # a bad target fails before any work
+    if args.profile is not None and args.profile < 1:
+        raise EmberError(f"--profile needs a positive number of runs, got {args.profile}")
+    if args.profile is not None and args.interpret:
+        raise EmberError("--profile times compiled kernels; it cannot be used with --interpret")
     if _is_exported_pipeline(args.input_file):
         return _run_pipeline(args)
     module, name = read_module(args.input_file)
@@ -436,6 +458,9 @@ def _main(argv: Sequence[str] | None) -> int:
     report_outputs(outputs, args.output)
     if args.bench is not None:
         print(bench(runner, inputs, args.bench))
+    if args.profile is not None:
+        assert isinstance(runner, CompiledRunner)  # --interpret was refused above
+        print(runner.executor.profile(repeat=args.profile))
     return 0
 
 
@@ -485,6 +510,11 @@ def _run_pipeline(args: argparse.Namespace) -> int:
         )
     if args.target != "llvm":
         raise EmberError("--target does not apply to pipelines: stages run as built")
+    if args.profile is not None:
+        raise EmberError(
+            "--profile applies to a function: profile a stage's module with "
+            "GraphExecutor.profile()"
+        )
     if args.input_file == "-":
         raise EmberError("a pipeline is read from a file or an exported directory, not stdin")
     if args.count < 1:

@@ -1,4 +1,10 @@
 // RUN: ember-opt %s -p lower-kernel-to-llvm | filecheck %s
+// RUN: ember-opt %s -p "lower-kernel-to-llvm{min-parallel-work=140}" | filecheck %s
+// RUN: ember-opt %s -p "lower-kernel-to-llvm{min-parallel-work=141}" | filecheck %s --check-prefix=SERIAL
+
+// min-parallel-work keeps loops doing fewer ops serial: @scale's loop does
+// 7 x 5 x (kernel.block + load, mulf, store) = 140.
+// SERIAL-NOT: GOMP_parallel
 
 // An outermost parallel loop is outlined: the body into @scale__parallel0_body
 // (a loop over [begin, end) with the captured buffers as noalias arguments,

@@ -43,5 +43,23 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf3
 // CHECK:        llvm.call @memcpy(%out1, %x, %{{.*}})
 // CHECK:        llvm.call @memcpy(%out2, %c0, %{{.*}})
 // CHECK-NEXT:   llvm.return
+// The profile entry: the same program with the monotonic clock read into
+// clock[i] (16-byte timespecs) before call i and after the last call.
+// CHECK:      llvm.func @__ember_profile_main(%{{.*}}: !llvm.ptr, %clock: !llvm.ptr) {
+// CHECK:        %[[ID0:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:   llvm.call @clock_gettime(%[[ID0]], %clock)
+// CHECK-NEXT:   llvm.call @scale(
+// CHECK-NEXT:   %[[T1:.*]] = llvm.getelementptr inbounds %clock[16] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:        llvm.call @clock_gettime(%{{.*}}, %[[T1]])
+// CHECK-NEXT:   llvm.call @scale(
+// CHECK:        llvm.getelementptr inbounds %clock[32]
+// CHECK:        llvm.call @ember_call_extern(
+// CHECK:        llvm.getelementptr inbounds %clock[48]
+// CHECK:        llvm.call @scale(
+// CHECK-NEXT:   %[[T4:.*]] = llvm.getelementptr inbounds %clock[64]
+// CHECK:        llvm.call @clock_gettime(%{{.*}}, %[[T4]])
+// CHECK-NEXT:   llvm.mlir.constant(16) : i64
+// CHECK-NEXT:   llvm.call @memcpy(
 // CHECK:      llvm.func @memcpy(!llvm.ptr, !llvm.ptr, i64) -> !llvm.ptr
+// CHECK:      llvm.func @clock_gettime(i32, !llvm.ptr) -> i32
 // CHECK:      llvm.func @ember_call_extern(!llvm.ptr, i64, !llvm.ptr)

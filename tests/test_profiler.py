@@ -1,0 +1,275 @@
+"""GraphExecutor.profile(), ember-run --profile and the FMA peak it divides by.
+
+No test asserts a time: only that every kernel has a row, the figures are
+consistent with each other (shares sum to 1, GFLOP/s = FLOPs / time), and
+the reports round-trip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.errors import RuntimeFailure
+from ember.runtime import peak
+from ember.runtime.profiler import Profile
+from ember.testing import workloads
+from tests.test_tools import EXAMPLES, assert_user_error, run_tool
+
+TWO_RELUS = """\
+func.func @main(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %a = graph.relu %x : tensor<2x8xf32>
+  %b = graph.relu %y : tensor<2x8xf32>
+  func.return %a, %b : tensor<2x8xf32>, tensor<2x8xf32>
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The peak is cached here, not in the user's home; measured afresh."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(peak, "_measured", None)
+    yield tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def mlp() -> ember.GraphExecutor:
+    module, params = workloads.get("mlp")
+    executor = ember.GraphExecutor(ember.build(module, target="llvm", params=params))
+    spec = executor.module.input_specs[0]
+    executor.set_input(spec.name, np.ones(spec.shape, spec.dtype))
+    return executor
+
+
+def _kernel_calls(executor: ember.GraphExecutor) -> list[str]:
+    return [site.name for site in executor.module.layout.kernels]
+
+
+def test_profile_has_a_row_per_kernel_call_with_its_fused_ops(mlp: ember.GraphExecutor) -> None:
+    profile = mlp.profile(repeat=3)
+    assert [row.name for row in profile.rows] == _kernel_calls(mlp)
+    assert len(profile.rows) == 2
+    first = profile.rows[0]
+    assert first.name == "fused_dense_bias_add_relu"
+    assert first.ops == ("graph.dense", "graph.bias_add", "graph.relu")
+    assert first.shape == (1, 128)
+    assert first.flops == 2 * 784 * 128 + 2 * 128  # dense, then bias_add and relu
+    for row in profile.rows:
+        assert row.median_ms >= 0
+        assert row.gflops == pytest.approx(row.flops / (row.median_ms * 1e6))
+        assert row.peak_percent == pytest.approx(100 * row.gflops / profile.peak_gflops)
+    assert sum(row.share for row in profile.rows) + profile.overhead_share == pytest.approx(1)
+    assert profile.overhead == pytest.approx(profile.overhead_ms / 1e3)
+    assert profile.overhead_ms >= 0
+    assert profile.threads == ember.runtime.threads.num_threads()
+
+
+def test_the_profile_leaves_the_outputs_of_a_normal_run(mlp: ember.GraphExecutor) -> None:
+    mlp.run()
+    expected = mlp.get_output(0).numpy()
+    mlp.profile(repeat=2)
+    np.testing.assert_array_equal(mlp.get_output(0).numpy(), expected)
+
+
+def test_the_table_names_every_kernel_and_the_time_outside(mlp: ember.GraphExecutor) -> None:
+    text = str(mlp.profile(repeat=2))
+    assert text.startswith("Profile of @main:")
+    for heading in ("kernel", "ops", "shape", "median ms", "share", "GFLOP/s", "% peak"):
+        assert heading in text.splitlines()[1]
+    assert "fused_dense_bias_add_relu  dense+bias_add+relu  1x128" in text
+    assert "(outside kernels)" in text.splitlines()[-1]
+
+
+def test_json_is_keyed_by_kernel_and_round_trips() -> None:
+    executor = ember.GraphExecutor(ember.build(TWO_RELUS, target="llvm"))
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 8
+    profile = executor.profile(repeat=2, x=x, y=-x)
+    data = json.loads(profile.to_json())
+    assert list(data["kernels"]) == ["relu", "relu#2"]  # one kernel, called twice
+    assert data["kernels"]["relu"]["ops"] == ["graph.relu"]
+    assert data["overhead_ms"] == profile.overhead_ms
+    assert Profile.from_dict(data) == profile
+    np.testing.assert_array_equal(executor.get_output(1).numpy(), np.maximum(-x, 0))
+
+
+def test_a_loaded_artifact_can_be_profiled(tmp_path: Path) -> None:
+    lib = ember.build(TWO_RELUS, target="llvm")
+    lib.export_library(tmp_path / "relus.ember")
+    loaded = ember.GraphExecutor(ember.load_module(tmp_path / "relus.ember"))
+    x = np.ones((2, 8), np.float32)
+    profile = loaded.profile(repeat=2, x=x, y=x)
+    assert [row.name for row in profile.rows] == ["relu", "relu"]
+
+
+def test_profile_rejects_what_it_cannot_time() -> None:
+    interpreted = ember.GraphExecutor(ember.build(TWO_RELUS, target="interp"))
+    with pytest.raises(RuntimeFailure, match="target 'interp' has no timed entry"):
+        interpreted.profile(repeat=1)
+    compiled = ember.GraphExecutor(ember.build(TWO_RELUS, target="llvm"))
+    with pytest.raises(RuntimeFailure, match="profile: repeat must be an integer >= 1"):
+        compiled.profile(repeat=0)
+    with pytest.raises(RuntimeFailure, match="input\\(s\\) not set: x, y"):
+        compiled.profile(repeat=1)
+    with pytest.raises(RuntimeFailure, match="not a profile"):
+        Profile.from_dict({"entry": "main"})
+
+
+# --------------------------------------------------------------------------
+# The peak
+# --------------------------------------------------------------------------
+
+
+def test_the_peak_is_measured_once_and_cached_under_ember_cache_dir(cache_dir: Path) -> None:
+    first = peak.peak()
+    assert first.gflops_per_core > 0 and first.lanes >= 4
+    assert first.gflops(2) == 2 * first.gflops_per_core
+    cached = json.loads((cache_dir / peak.CACHE_FILE).read_text())
+    (entry,) = cached.values()
+    # A later process reads the file: here, a forged figure proves it is read.
+    entry["gflops_per_core"] = 12345.0
+    (cache_dir / peak.CACHE_FILE).write_text(json.dumps(cached))
+    peak._measured = None
+    assert peak.peak().gflops_per_core == 12345.0
+
+
+def test_a_damaged_cache_is_measured_again(cache_dir: Path) -> None:
+    cache_dir.mkdir(parents=True)
+    (cache_dir / peak.CACHE_FILE).write_text("{not json")
+    assert peak.peak().gflops_per_core > 0
+    assert json.loads((cache_dir / peak.CACHE_FILE).read_text())  # rewritten whole
+
+
+# --------------------------------------------------------------------------
+# ember-run --profile
+# --------------------------------------------------------------------------
+
+
+def test_ember_run_profile_prints_the_table() -> None:
+    result = run_tool("ember-run", EXAMPLES / "mlp.mlir", "--random-inputs", "--profile", "3")
+    assert result.returncode == 0, result.stderr
+    assert "Profile of @main:" in result.stdout
+    assert "fused_dense_bias_add_relu" in result.stdout
+    assert "(outside kernels)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--profile", "0"], "--profile needs a positive number of runs, got 0"),
+        (["--profile", "--interpret"], "--profile times compiled kernels"),
+        (["--profile", "x"], "invalid int value"),
+    ],
+)
+def test_ember_run_profile_rejects_bad_arguments(extra: list[str], message: str) -> None:
+    result = run_tool("ember-run", EXAMPLES / "mlp.mlir", "--random-inputs", *extra)
+    if extra[-1] == "x":  # argparse's own usage error: status 2, no traceback
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert message in result.stderr
+    else:
+        assert_user_error(result, message)
+
+
+# --------------------------------------------------------------------------
+# Small kernels stay off the thread pool; the pool's wait policy
+# --------------------------------------------------------------------------
+
+
+def test_small_parallel_loops_stay_serial_unless_asked() -> None:
+    from ember.runtime.cpu import OBJECT_FILE
+
+    small = ember.build(TWO_RELUS, target="llvm")
+    assert b"GOMP_parallel" not in small.payload()[OBJECT_FILE]  # no team is forked
+    forced = ember.build(TWO_RELUS, target="llvm", options={"min_parallel_work": 0})
+    assert b"GOMP_parallel" in forced.payload()[OBJECT_FILE]
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+    outputs = []
+    for lib in (small, forced):
+        executor = ember.GraphExecutor(lib)
+        executor.run(x=x, y=x)
+        outputs.append(executor.get_output(0).numpy())
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    with pytest.raises(RuntimeFailure, match="'min_parallel_work' must be a int"):
+        ember.build(TWO_RELUS, target="llvm", options={"min_parallel_work": 1.5})
+
+
+def test_the_spin_count_reaches_libgomp_but_not_the_environment() -> None:
+    script = textwrap.dedent(
+        """
+        import ctypes, os
+        from ember.runtime import threads
+        runtime = threads.ensure_runtime()
+        getenv = ctypes.CDLL(None).getenv
+        getenv.restype = ctypes.c_char_p
+        print("environ", "GOMP_SPINCOUNT" in os.environ, getenv(b"GOMP_SPINCOUNT"))
+        if runtime.parallel and runtime.spin_count is not None:
+            gomp = ctypes.CDLL(runtime.library)
+            if hasattr(gomp, "omp_display_env"):
+                gomp.omp_display_env(1)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert "environ False None" in result.stdout
+    if "OPENMP DISPLAY ENVIRONMENT" in result.stdout + result.stderr:
+        assert "GOMP_SPINCOUNT = '1000'" in result.stdout + result.stderr
+
+
+KERNEL_CALLS = """\
+func.func @scale(%X: memref<4xf32>, %Y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 {
+    kernel.block "Y" (%vi = spatial %i) {
+      %x = memref.load %X[%vi] : memref<4xf32>
+      memref.store %x, %Y[%vi] : memref<4xf32>
+    }
+  }
+  func.return
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = graph.call_kernel @scale(%x) {ember.ops = ["graph.relu"], ember.flops = 4 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %b = graph.call_kernel @scale(%a) {ember.ops = [1, 2], ember.flops = -5 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %b : tensor<4xf32>
+}
+"""
+
+
+def test_the_layout_takes_only_well_formed_kernel_annotations() -> None:
+    from ember.lowering.program_to_llvm import KernelSite, lower_program_to_llvm
+
+    layout, _ = lower_program_to_llvm(ember.parse(KERNEL_CALLS))
+    assert layout.kernels == [
+        KernelSite("scale", ("graph.relu",), (4,), 4),
+        KernelSite("scale", (), (4,), 0),  # hand-written nonsense is not reported
+    ]
+    assert type(layout).from_json(json.loads(json.dumps(layout.to_json()))) == layout
+
+
+# --------------------------------------------------------------------------
+# The run path: Module.bind
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["llvm", "interp"])
+def test_a_bound_run_reads_and_writes_the_buffers_it_was_bound_to(target: str) -> None:
+    lib = ember.build(TWO_RELUS, target=target)
+    inputs = [ember.nd.array(np.full((2, 8), v, np.float32)) for v in (-1.0, 2.0)]
+    outputs = [ember.nd.empty((2, 8), "float32") for _ in range(2)]
+    run = lib.bind(inputs, outputs)
+    run()
+    np.testing.assert_array_equal(outputs[1].numpy(), np.full((2, 8), 2.0, np.float32))
+    np.copyto(np.asarray(inputs[1]), np.full((2, 8), 5.0, np.float32))  # new values, same buffer
+    run()
+    np.testing.assert_array_equal(outputs[1].numpy(), np.full((2, 8), 5.0, np.float32))
+    np.testing.assert_array_equal(outputs[0].numpy(), np.zeros((2, 8), np.float32))
