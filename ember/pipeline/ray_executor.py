@@ -282,6 +282,9 @@ class _StageActor:
             setup()
         self._stage = stage
         dev = device(device_name)
+        if dev.kind != "cpu" and ray.get_gpu_ids():
+            # Ray leaves visible only the GPUs it gave this actor: ours is the first.
+            dev = device(dev.kind, 0)
         self._memory: Device = cpu(0) if dev.kind == "cpu" else dev
         # Kept for the actor's life: a backend may read its files lazily.
         self._directory = tempfile.TemporaryDirectory(prefix="ember-stage-")
@@ -303,12 +306,12 @@ class _StageActor:
                 for spec in self._module.output_specs
             ]
             self._module.run(arrays, outputs)
+            values = [
+                as_host_array(out, what) if self._memory.kind == "cpu" else out.numpy()
+                for out in outputs
+            ]
         except Exception as e:  # noqa: BLE001 - reaches get_output as a StageError
             raise _StageRaised(self._stage, e) from None
-        values = [
-            as_host_array(out, what) if self._memory.kind == "cpu" else out.numpy()
-            for out in outputs
-        ]
         return values[0] if len(values) == 1 else tuple(values)
 
     def _on_device(self, value: NDArray) -> NDArray:
