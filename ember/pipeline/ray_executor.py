@@ -409,7 +409,9 @@ class _Cluster:
         self.results: dict[int, list[NDArray] | StageError] = {}
         """Finished inputs submitted with run(), until get_output takes them."""
         self.unread = 0
-        self.failure: StageError | None = None
+        self.failure: PipelineError | None = None
+        """What stopped the pipeline: a StageError naming the stage out of
+        restarts, or the collector's own failure."""
         self.closed = False
         self.by_actor: dict[str, tuple[int, int]] = {}
         """Actor id -> (stage, generation), for every actor ever started."""
@@ -436,6 +438,17 @@ class _Cluster:
     # -- the collector thread -----------------------------------------------
 
     def _collect(self) -> None:
+        try:
+            self._collect_in_order()
+        except BaseException as e:  # noqa: BLE001 - readers must not wait for a dead thread
+            self.fail(
+                PipelineError(
+                    f"pipeline @{self.lib.name}: the thread collecting outputs from Ray "
+                    f"stopped: {type(e).__name__}: {e}"
+                )
+            )
+
+    def _collect_in_order(self) -> None:
         while True:
             with self.cond:
                 self.check_replacements()
@@ -518,6 +531,8 @@ class _Cluster:
             )
             return
         slot.restarts += 1
+        # An actor only unreachable for now still holds its resources: free them.
+        _kill(slot.actor)
         self.start(slot)
         stale = [f for f in self.flights.values() if f.generation[s] == generation]
         if not stale:
@@ -553,7 +568,7 @@ class _Cluster:
 
     # -- stopping -------------------------------------------------------------
 
-    def fail(self, error: StageError) -> None:
+    def fail(self, error: PipelineError) -> None:
         """The pipeline stopped: every waiter, now and later, gets ``error``."""
         with self.cond:
             if self.failure is None:
@@ -587,10 +602,14 @@ class _Cluster:
             return  # the cluster is gone, and its actors with it
         for slot in self.slots:
             if slot.actor is not None:
-                try:
-                    ray.kill(slot.actor, no_restart=True)
-                except (RayError, ValueError):
-                    pass  # dead already
+                _kill(slot.actor)
+
+
+def _kill(actor: Any) -> None:
+    try:
+        ray.kill(actor, no_restart=True)
+    except (RayError, ValueError):
+        pass  # dead already
 
 
 def _reason(err: BaseException) -> str:
