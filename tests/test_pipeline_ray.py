@@ -18,6 +18,7 @@ These tests are marked ``ray``: ``pytest -m "not ray"`` deselects them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -45,6 +46,7 @@ from ember.pipeline import (
 )
 from ember.pipeline.ray_executor import (
     RayPipelineExecutor,
+    RayPlacement,
     load_shipped_module,
     ship_module,
 )
@@ -281,6 +283,19 @@ def test_placements_are_checked_before_anything_starts(chain):
         RayPipelineExecutor(chain, placement={"main_0": {"cpus": 2}})
     with pytest.raises(PipelineError, match="num_gpus must be a number >= 0"):
         RayPipelineExecutor(chain, placement={"main_0": {"num_gpus": -1}})
+
+
+def test_a_stage_on_a_cuda_device_asks_ray_for_a_gpu(chain):
+    on_cpu = chain.stages[0]
+    on_gpu = dataclasses.replace(on_cpu, device=ember.cuda(0))
+    assert RayPlacement().actor_options(on_cpu)["num_gpus"] == 0
+    assert RayPlacement().actor_options(on_gpu)["num_gpus"] == 1
+    assert RayPlacement(num_gpus=0.5).actor_options(on_gpu)["num_gpus"] == 0.5
+    assert RayPlacement(resources={"a": 1}).actor_options(on_cpu) == {
+        "num_cpus": 1.0,
+        "num_gpus": 0,
+        "resources": {"a": 1},
+    }
 
 
 # --------------------------------------------------------------------------
