@@ -18,8 +18,9 @@ builds, for ``llvm``:
   (``inline=False``); *pipelined (auto)* lets the executor run stages that
   are too small to pipeline back to back in the caller's thread
   (``inline=None``, the default) and says which path ran;
-* *ray*: the same split through ``executor="ray"`` when this ember and an
-  installed ``ray`` offer it, else the line says why not.
+* *ray*: the same split through ``RayPipelineExecutor``, each stage an
+  actor of a local one-node Ray started here (127.0.0.1 only), when ``ray``
+  is installed (``ember[distributed]``), else the line says why not.
 
 Every mode streams the same inputs and copies each output out, and its
 outputs are checked against the sequential run's before timing.  Modes are
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import inspect
 import math
 import os
 import statistics
@@ -46,6 +46,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph
 from ember.pipeline.build import PipelineLibrary
 from ember.runtime import Module, threads
 from ember.testing import workloads
+
+if TYPE_CHECKING:
+    from ember.pipeline.ray_executor import RayPipelineExecutor
 
 DISTINCT_INPUTS = 8
 """Inputs cycle through this many random arrays."""
@@ -100,13 +104,24 @@ def split_in_two(name: str) -> tuple[PipelineLibrary, list[str]]:
     return build(cfg, params=params), [str(s.dev) for s in cfg.stages]
 
 
-def ray_pipeline(lib: PipelineLibrary) -> tuple[PipelineModule | None, str]:
-    """The hook for the Ray executor: an executor, or why there is none."""
-    if "executor" not in inspect.signature(PipelineModule).parameters:
-        return None, "ray: not supported by this ember (no executor= option)"
+def ray_pipeline(lib: PipelineLibrary) -> tuple[RayPipelineExecutor | None, str]:
+    """The Ray executor on a local one-node Ray (loopback only, a CPU per
+    stage), or why there is none."""
     if importlib.util.find_spec("ray") is None:
         return None, "ray: not installed (pip install 'ember[distributed]')"
-    return PipelineModule(lib, executor="ray"), ""  # type: ignore[call-arg]
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # 127.0.0.1 only
+    import ray
+
+    from ember.pipeline import RayPipelineExecutor
+
+    if not ray.is_initialized():
+        ray.init(
+            num_cpus=len(lib.stages),
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    return RayPipelineExecutor(lib), ""
 
 
 def piped(pipe: PipelineModule) -> Stream:
@@ -116,7 +131,7 @@ def piped(pipe: PipelineModule) -> Stream:
 Row = tuple[str, float, float, float, float, str]
 
 
-def measure(name: str, count: int, rounds: int) -> list[Row]:
+def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[Row]:
     module, params = workloads.get(name)
     start = time.perf_counter()
     whole = ember.build(module, "llvm", params=params)
@@ -159,7 +174,7 @@ def measure(name: str, count: int, rounds: int) -> list[Row]:
             lambda: f"{auto.inline_runs} of {auto_inputs} inputs inline",
         ),
     ]
-    ray, why_not = ray_pipeline(lib)
+    ray, why_not = ray_pipeline(lib) if with_ray else (None, "ray: skipped (--no-ray)")
     if ray is not None:
         modes.append(Mode("ray", piped(ray), max(stage_seconds)))
     try:
@@ -222,13 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-resnet", type=int, default=20, help="resnet18 inputs per timing")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--workloads", default="tiny_pipe,resnet18", help="comma-separated names")
+    parser.add_argument("--no-ray", action="store_true", help="leave out the Ray row")
     args = parser.parse_args(argv)
     if min(args.count_tiny, args.count_resnet, args.rounds) < 1:
         parser.error("--count-tiny, --count-resnet and --rounds must be at least 1")
     results = {}
     for name in args.workloads.split(","):
         count = args.count_resnet if name == "resnet18" else args.count_tiny
-        results[name] = measure(name, count, args.rounds)
+        results[name] = measure(name, count, args.rounds, not args.no_ray)
     print()
     print(
         "| workload | mode | inputs/s | x sequential | overhead/input (us) "

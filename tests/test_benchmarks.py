@@ -303,10 +303,10 @@ def test_pipeline_benchmark_prints_one_row_per_mode(capsys) -> None:
     import pipeline as pipeline_benchmark
 
     assert pipeline_benchmark.main(
-        ["--workloads", "tiny_pipe", "--count-tiny", "20", "--rounds", "1"]
+        ["--workloads", "tiny_pipe", "--count-tiny", "20", "--rounds", "1", "--no-ray"]
     ) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| tiny_pipe |")]
     modes = [row.split("|")[2].strip() for row in rows]
     assert modes[:3] == ["sequential", "pipelined (threads)", "pipelined (auto)"]
-    assert len(modes) == 4 and modes[3].startswith("ray")
+    assert len(modes) == 4 and modes[3] == "ray: skipped (--no-ray)"
     assert "inputs inline" in rows[2]

@@ -18,7 +18,11 @@ The user-facing side of ``ember.dialects.pipeline`` (TVM's
   ``map(inputs)`` / ``submit(...)`` (a future); :func:`run_pipeline`
   streams inputs through one and reports throughput and latency;
   :func:`run_pipeline_file` is the same from a file (built or loaded by
-  :func:`open_pipeline_file`), for ``ember-run``.
+  :func:`open_pipeline_file`), for ``ember-run``;
+* :class:`RayPipelineExecutor` — the same API with each stage a Ray actor
+  on a cluster, placed by :class:`RayPlacement` (``pip install
+  "ember[distributed]"``).  Both names are looked up lazily: only they
+  import Ray, and nothing else in ember does.
 """
 
 from __future__ import annotations
@@ -100,3 +104,12 @@ def interpret_pipeline(module: Any, entry: str = "main", *args: Any) -> Any:
     from ember.interp.pipeline_impls import interpret_pipeline as _interpret_pipeline
 
     return _interpret_pipeline(module, entry, *args)
+
+
+def __getattr__(name: str) -> Any:
+    # The Ray executor imports Ray, so it is imported only when asked for.
+    if name in ("RayPipelineExecutor", "RayPlacement"):
+        from ember.pipeline import ray_executor
+
+        return getattr(ray_executor, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -81,7 +81,6 @@ CPU.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import itertools
 import math
@@ -109,11 +108,11 @@ from ember.pipeline.build import (
     build,
     load_library,
 )
+from ember.pipeline.inputs import PipelineInputs
 from ember.runtime.device import Device, cpu
 from ember.runtime.graph_executor import BenchmarkResult
 from ember.runtime.random_inputs import random_input
-from ember.runtime.ndarray import NDArray, as_host_array, empty
-from ember.runtime.ndarray import array as nd_array
+from ember.runtime.ndarray import NDArray, empty
 
 __all__ = [
     "PipelineClosedError",
@@ -715,7 +714,7 @@ class ThroughputResult:
         )
 
 
-class PipelineExecutor:
+class PipelineExecutor(PipelineInputs):
     """Runs a built pipeline with one worker per stage (TVM's ``PipelineModule``).
 
     ``PipelineExecutor(lib)`` takes what ``ember.pipeline.build`` or
@@ -818,29 +817,6 @@ class PipelineExecutor:
     # -- introspection ---------------------------------------------------
 
     @property
-    def library(self) -> PipelineLibrary:
-        return self._lib
-
-    @property
-    def input_names(self) -> list[str]:
-        return list(self._input_specs)
-
-    @property
-    def num_inputs(self) -> int:
-        return len(self._input_specs)
-
-    @property
-    def num_outputs(self) -> int:
-        return len(self._output_slots)
-
-    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """``(shapes, dtypes)`` by global input name."""
-        return (
-            {n: s.shape for n, s in self._input_specs.items()},
-            {n: s.dtype for n, s in self._input_specs.items()},
-        )
-
-    @property
     def in_flight(self) -> int:
         """Inputs submitted and not yet returned by ``get_output`` (or their future)."""
         return self._workers.unread
@@ -887,79 +863,6 @@ class PipelineExecutor:
     @property
     def closed(self) -> bool:
         return self._closed
-
-    # -- inputs ------------------------------------------------------------
-
-    def set_input(
-        self, key: str | int | None = None, value: Any = None, **inputs: Any
-    ) -> None:
-        """Set global input ``key`` (name or index) and/or each of ``inputs``.
-
-        The value is copied: changing the caller's array later does not
-        change an input already queued.  Shape and dtype must be the input's.
-        """
-        self._check_open("set_input()")
-        updates: list[tuple[str, Any]] = []
-        if key is not None:
-            if value is None:
-                raise PipelineError(f"set_input({key!r}): no value given")
-            updates.append((self._input_name(key), value))
-        elif value is not None:
-            raise PipelineError("set_input: a value was given without an input name")
-        updates += [(self._input_name(name), v) for name, v in inputs.items()]
-        checked = [(name, self._checked(name, v)) for name, v in updates]
-        for name, values in checked:
-            self._staged[name] = nd_array(values)
-
-    def _input_name(self, key: Any) -> str:
-        names = list(self._input_specs)
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            if not 0 <= key < len(names):
-                raise PipelineError(
-                    f"input index {key} out of range: the pipeline has {len(names)} inputs "
-                    f"({self._describe_inputs()})"
-                )
-            return names[key]
-        if key in self._input_specs:
-            return key
-        if key in self._lib.params:
-            raise PipelineError(
-                f"{key!r} was bound at build time (ember.pipeline.build(..., params=...)) and is "
-                f"no longer an input; inputs: {self._describe_inputs()}"
-            )
-        message = f"unknown input {key!r}; inputs of pipeline @{self._lib.name}: {self._describe_inputs()}"
-        close = difflib.get_close_matches(str(key), names, n=1)
-        if close:
-            message += f" (did you mean {close[0]!r}?)"
-        raise PipelineError(message)
-
-    def _describe_inputs(self) -> str:
-        return (
-            ", ".join(f"{s.name}: {s.describe()}" for s in self._input_specs.values())
-            or "none"
-        )
-
-    def _checked(self, name: str, value: Any) -> np.ndarray:
-        spec = self._input_specs[name]
-        dtype = np.dtype(spec.dtype)
-        # Checked for every input of map/submit: no message is formatted,
-        # and no dtype name read (slow in numpy), unless something is wrong.
-        values = (
-            value
-            if isinstance(value, np.ndarray)
-            else as_host_array(value, f"set_input({name!r})", dtype=dtype)
-        )
-        if values.shape != spec.shape or values.dtype != dtype:
-            hint = (
-                f"; convert it with .astype('{spec.dtype}')"
-                if values.dtype.name != spec.dtype
-                else ""
-            )
-            raise PipelineError(
-                f"set_input({name!r}): expected {spec.describe()}, got "
-                f"{values.dtype.name}{list(values.shape)}{hint}"
-            )
-        return values
 
     # -- running -----------------------------------------------------------
 
@@ -1084,41 +987,6 @@ class PipelineExecutor:
                 "thread called run() while map() streamed; map() needs the executor to itself"
             )
         return self._outputs(item)
-
-    def _with_inputs(
-        self, inputs: Any, named: Mapping[str, Any], what: str
-    ) -> dict[str, NDArray | np.ndarray]:
-        """The staged inputs with ``inputs`` and ``named`` (checked; copied
-        when queued) on top."""
-        given: list[tuple[str | int, Any]] = []
-        if isinstance(inputs, Mapping):
-            given += inputs.items()
-        elif isinstance(inputs, tuple):
-            if len(inputs) != self.num_inputs:
-                raise PipelineError(
-                    f"{what}: a tuple gives the inputs by position: expected "
-                    f"{self.num_inputs} ({self._describe_inputs()}), got {len(inputs)}"
-                )
-            given += enumerate(inputs)
-        elif inputs is not None:
-            if self.num_inputs != 1:
-                raise PipelineError(
-                    f"{what}: pipeline @{self._lib.name} has {self.num_inputs} inputs "
-                    f"({self._describe_inputs()}); give a dict by name or a tuple by position"
-                )
-            given.append((0, inputs))
-        given += named.items()
-        staged: dict[str, NDArray | np.ndarray] = dict(self._staged)
-        for key, value in given:
-            name = self._input_name(key)
-            staged[name] = self._checked(name, value)
-        missing = [name for name in self._input_specs if name not in staged]
-        if missing:
-            raise PipelineError(
-                f"{what}: input(s) not given: {', '.join(missing)}; give them or call "
-                "set_input(name, array) first"
-            )
-        return staged
 
     def _enqueue(
         self,
@@ -1402,12 +1270,6 @@ class PipelineExecutor:
             raise PipelineClosedError(
                 f"pipeline @{self._lib.name}: the executor is closed; create a new one"
             )
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         stages = ", ".join(f"{s.name}@{s.device}" for s in self._lib.stages)

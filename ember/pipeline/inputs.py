@@ -1,0 +1,185 @@
+"""What every pipeline executor does the same way: take and check global inputs.
+
+The thread executor (:mod:`ember.pipeline.executor`) and the Ray executor
+(:mod:`ember.pipeline.ray_executor`) run stages differently but face the
+caller alike (TVM's ``PipelineModule``): ``set_input`` by name or index,
+copied and checked against the pipeline's input specs; a ``submit`` or
+``map`` element given as a dict, a tuple or one array; introspection of
+the inputs and outputs; a ``with`` block that closes the executor.
+
+A subclass sets ``_lib`` (the :class:`~ember.pipeline.build.PipelineLibrary`),
+``_input_specs`` (global input name -> spec, in order) and ``_staged`` (the
+inputs set so far) in its ``__init__``, and provides ``_check_open(what)``
+and ``close()``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, Self
+
+import numpy as np
+
+from ember.pipeline.build import PipelineError, PipelineLibrary
+from ember.runtime.module import TensorSpec
+from ember.runtime.ndarray import NDArray, as_host_array
+from ember.runtime.ndarray import array as nd_array
+
+__all__ = ["PipelineInputs"]
+
+
+class PipelineInputs(ABC):
+    """The input side and introspection shared by pipeline executors."""
+
+    _lib: PipelineLibrary
+    _input_specs: dict[str, TensorSpec]
+    _staged: dict[str, NDArray]
+
+    @abstractmethod
+    def _check_open(self, what: str) -> None:
+        """Raise unless the executor can take inputs (not closed, not failed)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop the executor; pending inputs are dropped."""
+
+    # -- introspection ---------------------------------------------------
+
+    @property
+    def library(self) -> PipelineLibrary:
+        return self._lib
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._input_specs)
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self._input_specs)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._lib.outputs)
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shapes, dtypes)`` by global input name."""
+        return (
+            {n: s.shape for n, s in self._input_specs.items()},
+            {n: s.dtype for n, s in self._input_specs.items()},
+        )
+
+    # -- inputs ------------------------------------------------------------
+
+    def set_input(
+        self, key: str | int | None = None, value: Any = None, **inputs: Any
+    ) -> None:
+        """Set global input ``key`` (name or index) and/or each of ``inputs``.
+
+        The value is copied: changing the caller's array later does not
+        change an input already queued.  Shape and dtype must be the input's.
+        """
+        self._check_open("set_input()")
+        updates: list[tuple[str, Any]] = []
+        if key is not None:
+            if value is None:
+                raise PipelineError(f"set_input({key!r}): no value given")
+            updates.append((self._input_name(key), value))
+        elif value is not None:
+            raise PipelineError("set_input: a value was given without an input name")
+        updates += [(self._input_name(name), v) for name, v in inputs.items()]
+        checked = [(name, self._checked(name, v)) for name, v in updates]
+        for name, values in checked:
+            self._staged[name] = nd_array(values)
+
+    def _input_name(self, key: Any) -> str:
+        names = list(self._input_specs)
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if not 0 <= key < len(names):
+                raise PipelineError(
+                    f"input index {key} out of range: the pipeline has {len(names)} inputs "
+                    f"({self._describe_inputs()})"
+                )
+            return names[key]
+        if key in self._input_specs:
+            return key
+        if key in self._lib.params:
+            raise PipelineError(
+                f"{key!r} was bound at build time (ember.pipeline.build(..., params=...)) and is "
+                f"no longer an input; inputs: {self._describe_inputs()}"
+            )
+        message = f"unknown input {key!r}; inputs of pipeline @{self._lib.name}: {self._describe_inputs()}"
+        close = difflib.get_close_matches(str(key), names, n=1)
+        if close:
+            message += f" (did you mean {close[0]!r}?)"
+        raise PipelineError(message)
+
+    def _describe_inputs(self) -> str:
+        return (
+            ", ".join(f"{s.name}: {s.describe()}" for s in self._input_specs.values())
+            or "none"
+        )
+
+    def _checked(self, name: str, value: Any) -> np.ndarray:
+        spec = self._input_specs[name]
+        dtype = np.dtype(spec.dtype)
+        # Checked for every input of map/submit: no message is formatted,
+        # and no dtype name read (slow in numpy), unless something is wrong.
+        values = (
+            value
+            if isinstance(value, np.ndarray)
+            else as_host_array(value, f"set_input({name!r})", dtype=dtype)
+        )
+        if values.shape != spec.shape or values.dtype != dtype:
+            hint = (
+                f"; convert it with .astype('{spec.dtype}')"
+                if values.dtype.name != spec.dtype
+                else ""
+            )
+            raise PipelineError(
+                f"set_input({name!r}): expected {spec.describe()}, got "
+                f"{values.dtype.name}{list(values.shape)}{hint}"
+            )
+        return values
+
+    def _with_inputs(
+        self, inputs: Any, named: Mapping[str, Any], what: str
+    ) -> dict[str, NDArray | np.ndarray]:
+        """The staged inputs with ``inputs`` and ``named`` (checked; the
+        executor copies them when it queues them) on top."""
+        given: list[tuple[str | int, Any]] = []
+        if isinstance(inputs, Mapping):
+            given += inputs.items()
+        elif isinstance(inputs, tuple):
+            if len(inputs) != self.num_inputs:
+                raise PipelineError(
+                    f"{what}: a tuple gives the inputs by position: expected "
+                    f"{self.num_inputs} ({self._describe_inputs()}), got {len(inputs)}"
+                )
+            given += enumerate(inputs)
+        elif inputs is not None:
+            if self.num_inputs != 1:
+                raise PipelineError(
+                    f"{what}: pipeline @{self._lib.name} has {self.num_inputs} inputs "
+                    f"({self._describe_inputs()}); give a dict by name or a tuple by position"
+                )
+            given.append((0, inputs))
+        given += named.items()
+        staged: dict[str, NDArray | np.ndarray] = dict(self._staged)
+        for key, value in given:
+            name = self._input_name(key)
+            staged[name] = self._checked(name, value)
+        missing = [name for name in self._input_specs if name not in staged]
+        if missing:
+            raise PipelineError(
+                f"{what}: input(s) not given: {', '.join(missing)}; give them or call "
+                "set_input(name, array) first"
+            )
+        return staged
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
