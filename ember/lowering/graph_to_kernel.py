@@ -1308,11 +1308,13 @@ class WeightPacking:
 ROWS_MAX_DEPTH = 64
 """A stride-1 conv2d whose reduction (in channels × kernel taps) is at most
 this long, over output rows at least :data:`ROWS_MIN_VECTORS` vectors wide,
-keeps the row-vectorised nest: with so little work per output, storing
+keeps the vector along the output row (register-blocked row tiles,
+:mod:`ember.lowering.conv_rows`): with so little work per output, storing
 channel panels (a transpose, element by element) costs more than the FMAs.
 Measured on znver5, convbnrelu's 3→16-channel 3×3 conv at 224×224: 0.46 ms
 in rows, 0.58 ms in panels; the 3-channel 7×7 stride-2 layer of ResNet-18
-is 4× faster in panels."""
+is 4× faster in panels.  On one Zen 3 core the row tiles take that conv
+from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s) to ~0.59 ms (~74 GFLOP/s)."""
 
 ROWS_MIN_VECTORS = 4
 
@@ -1562,10 +1564,16 @@ def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAVa
 def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     """Direct convolution as a register-blocked product over flattened output
     pixels (batch, row, column) × panels of output channels; the reduction
-    runs over input channels and kernel taps.  Grouped convolutions, and
-    short reductions over wide rows (:data:`ROWS_MAX_DEPTH`), keep the
-    row-vectorised loop nest (:func:`_gen_conv2d_rows`)."""
+    runs over input channels and kernel taps.  Short reductions over wide
+    rows (:data:`ROWS_MAX_DEPTH`) keep the vector along the output row, in
+    register tiles (:mod:`ember.lowering.conv_rows`); grouped convolutions
+    keep the row-vectorised loop nest (:func:`_gen_conv2d_rows`)."""
     packing = _panel_packing(op, low.target)
+    if packing is None and op.attr("groups") == 1:
+        from ember.lowering.conv_rows import gen_conv2d_row_tiles
+
+        gen_conv2d_row_tiles(em, low, op)
+        return
     if packing is None:
         _gen_conv2d_rows(em, low, op)
         return
