@@ -60,6 +60,12 @@ BUILD_OPTIONS: dict[str, tuple[type, str]] = {
         "and raise RuntimeFailure naming kernel, buffer and index (llvm; the "
         "interpreter always checks)",
     ),
+    "winograd_min_channels": (
+        int,
+        "3x3 stride-1 conv2d layers with at least this many input and output "
+        "channels run as Winograd F(2x2, 3x3) convolutions (default 0: none; "
+        "32 picks the layers where it measured faster alone)",
+    ),
 }
 """Option name → (type of its value, what it does)."""
 

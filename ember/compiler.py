@@ -42,6 +42,10 @@ class CompileOptions:
     """Test kernel accesses not proven in bounds at run time (a debug build)."""
     fast_math: bool = False
     """Let LLVM assume no NaN, inf or signed zero (results change for them)."""
+    winograd_min_channels: int = 0
+    """3×3 stride-1 conv2d layers with at least this many input and output
+    channels run as Winograd convolutions (:mod:`ember.lowering.winograd`);
+    0: none."""
 
 
 @dataclass
@@ -77,13 +81,14 @@ def to_graph(
     return graph
 
 
-def to_kernel(graph: ModuleOp) -> ModuleOp:
+def to_kernel(graph: ModuleOp, options: CompileOptions = CompileOptions()) -> ModuleOp:
     """Stage ``kernel``: every graph op lowered to a kernel call (copy)."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
     kernel = graph.clone()
-    LowerGraphToKernelPass().apply(make_context(), kernel)
+    lowering = LowerGraphToKernelPass(winograd_min_channels=options.winograd_min_channels)
+    lowering.apply(make_context(), kernel)
     return kernel
 
 
@@ -143,7 +148,7 @@ def lower_to_stage(
     graph = to_graph(module, params, options)
     if stage == "graph":
         return str(graph)
-    kernel = to_kernel(graph)
+    kernel = to_kernel(graph, options)
     if stage == "kernel":
         return str(kernel)
     program = to_llvm_dialect(kernel, options)

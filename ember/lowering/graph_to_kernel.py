@@ -58,6 +58,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import arith, memref
@@ -84,6 +85,9 @@ from ember.dialects.graph import GraphOp
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
 from ember.ir import describe_op, fresh_symbol
+
+if TYPE_CHECKING:
+    from ember.lowering.winograd import WinogradPacking
 
 __all__ = [
     "OpGroup",
@@ -1204,6 +1208,10 @@ class VectorTarget:
     """
 
     bits: int = 256
+    winograd_min_channels: int = 0
+    """3×3 stride-1 conv2d layers with at least this many input and output
+    channels run as Winograd convolutions (:mod:`ember.lowering.winograd`,
+    which explains the rule); 0, the default, turns Winograd off."""
 
     def __post_init__(self) -> None:
         if self.bits < 32 or self.bits % 32:
@@ -1337,7 +1345,7 @@ def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
 
 def weight_packing(
     group: OpGroup, target: VectorTarget
-) -> tuple[SSAValue, WeightPacking] | None:
+) -> tuple[SSAValue, WeightPacking | WinogradPacking] | None:
     """The input of ``group`` that its caller may pass packed, and how, or
     ``None``.
 
@@ -1359,8 +1367,15 @@ def weight_packing(
     return weight, packing
 
 
-def _panel_packing(op: GraphOp, target: VectorTarget) -> WeightPacking | None:
+def _panel_packing(
+    op: GraphOp, target: VectorTarget
+) -> WeightPacking | WinogradPacking | None:
     """How ``op``'s kernel reads its weight, or ``None`` if not in panels."""
+    from ember.lowering.winograd import winograd_packing
+
+    winograd = winograd_packing(op, target)
+    if winograd is not None:
+        return winograd
     if not _is_blocked(op, target):
         return None
     return WeightPacking(_tile_shape(op, target)[0])
@@ -1576,6 +1591,11 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
         return
     if packing is None:
         _gen_conv2d_rows(em, low, op)
+        return
+    if not isinstance(packing, WeightPacking):
+        from ember.lowering.winograd import gen_conv2d_winograd
+
+        gen_conv2d_winograd(em, low, op, packing)
         return
     data, weight = op.operands
     n, out_channels, oh, ow = graph.shape_of(op.results[0])
@@ -2002,8 +2022,16 @@ def _report_schedule(
     parts: list[str] = []
     args: dict[str, object] = {"kernel": func.sym_name.data, "vector_bits": target.bits}
     if first.name == "graph.conv2d":
-        parts.append("direct convolution (no Winograd: ember has none yet)")
-    if packing is not None:
+        from ember.lowering.winograd import winograd_transform
+
+        transform = winograd_transform(first, target)
+        if transform is None:
+            parts.append("direct convolution")
+        else:
+            m = transform.m
+            parts.append(f"Winograd F({m}x{m}, 3x3) convolution")
+            args["winograd_tile"] = m
+    if isinstance(packing[1] if packing else None, WeightPacking):
         lanes, pixels = _tile_shape(first, target)
         rows, columns = ("rows", "units") if first.name == "graph.dense" else ("pixels", "channels")
         parts.append(

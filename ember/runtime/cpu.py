@@ -212,7 +212,7 @@ class LLVMModule(Module):
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
         graph = compiler.to_graph(ir, params, options)
-        program = compiler.to_llvm_dialect(compiler.to_kernel(graph), options)
+        program = compiler.to_llvm_dialect(compiler.to_kernel(graph, options), options)
         if program.layout.externs:
             _install_callback()
         program.module.body.block.add_op(_digest_global(program.layout))
