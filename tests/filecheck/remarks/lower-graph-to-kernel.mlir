@@ -12,5 +12,5 @@ func.func @main(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1
 }
 
 // CHECK: lower-graph-to-kernel.mlir:9:3: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution; register tile {{[0-9]+}} pixels x 16 channels, weight packed in panels of 16 (per call); parallel loop of {{.*}}(256-bit vectors)
-// AVX512: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution {{.*}} x 32 channels, weight packed in panels of 32 {{.*}}(512-bit vectors)
+// AVX512: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution{{.*}} x 32 channels, weight packed in panels of 32 {{.*}}(512-bit vectors)
 // WINOGRAD: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: Winograd F(2x2, 3x3) convolution; parallel loop of {{.*}}(256-bit vectors)
