@@ -70,6 +70,12 @@ BUILD_OPTIONS: dict[str, tuple[type, str]] = {
         "(default 65536: waking the thread pool costs more than such a loop; "
         "0 sends every parallel loop to the pool)",
     ),
+    "winograd_min_channels": (
+        int,
+        "3x3 stride-1 conv2d layers with at least this many input and output "
+        "channels run as Winograd F(2x2, 3x3) convolutions (default 0: none; "
+        "32 picks the layers where it measured faster alone)",
+    ),
 }
 """Option name → (type of its value, what it does)."""
 

@@ -52,6 +52,10 @@ class CompileOptions:
     """The CPU compiled for; ``Target()`` is this one (``"llvm"``)."""
     min_parallel_work: int = MIN_PARALLEL_WORK
     """Parallel loops of fewer ops stay serial (:func:`~ember.lowering.kernel_to_llvm.loop_work`)."""
+    winograd_min_channels: int = 0
+    """3×3 stride-1 conv2d layers with at least this many input and output
+    channels run as Winograd convolutions (:mod:`ember.lowering.winograd`);
+    0: none."""
 
 
 @dataclass
@@ -98,7 +102,9 @@ def to_kernel(
 
     kernel = graph.clone()
     LowerGraphToKernelPass(
-        vector_bits=options.target.vector_bits, annotate=annotate
+        vector_bits=options.target.vector_bits,
+        annotate=annotate,
+        winograd_min_channels=options.winograd_min_channels,
     ).apply(make_context(), kernel)
     return kernel
 

@@ -338,6 +338,39 @@ def test_conv2d_with_short_reduction_over_wide_rows_stays_row_vectorised() -> No
     assert "conv2d" in names and "pack" not in names
 
 
+# Row tiles with 2-lane vectors: 5 channels × 4 columns.  7 output channels
+# are balanced into blocks of 4 and 3; 9 columns are 2 whole tiles and a
+# 1-column rest; row stride 2, dilation and batch 2 move the input rows.
+ROW_TILE_CASES = {
+    "blocks_and_rest": ("1x2x4x9", "7x2x3x3", "1x7x4x9", "padding = [1, 1, 1, 1]"),
+    "batch_row_stride_dilated": (
+        "2x1x9x10",
+        "3x1x3x3",
+        "2x3x3x10",
+        "strides = [2, 1], dilation = [2, 1], padding = [0, 1, 0, 1]",
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("case", sorted(ROW_TILE_CASES))
+def test_conv2d_row_tiles(case: str, dtype: str) -> None:
+    data, weight, out, attrs = ROW_TILE_CASES[case]
+    check(binary("conv2d", data, weight, out, dtype, attrs="{" + attrs + "}"))
+
+
+def test_conv2d_row_tiles_accumulate_in_a_register_tile() -> None:
+    """The short reduction over wide rows accumulates in a tile of 5
+    channels × 2 vectors (what LLVM keeps in registers), not in a scratch
+    row as wide as the output: that row cost a load and a store per FMA."""
+    lowered = check(WIDE_ROWS_CONV)
+    kernel = next(op for op in lowered.ops if is_kernel(op))
+    scratch = [
+        str(op.results[0].type) for op in kernel.walk() if op.name == "memref.alloc"
+    ]
+    assert "memref<5x4xf32>" in scratch and "memref<20xf32>" not in scratch
+
+
 def test_lower_group_rejects_packing_an_input_that_is_not_a_weight() -> None:
     (op,) = _ops_of(binary("dense", "2x4", "3x4", "2x3"))
     group = replace(make_group([op]), packed=(op.operands[0],))

@@ -59,6 +59,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import arith, memref
@@ -100,6 +101,9 @@ from ember.dialects.graph_registry import (
 )
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
+
+if TYPE_CHECKING:
+    from ember.lowering.winograd import WinogradPacking
 
 __all__ = [
     "GroupTable",
@@ -1046,6 +1050,10 @@ class VectorTarget:
     """
 
     bits: int = 256
+    winograd_min_channels: int = 0
+    """3×3 stride-1 conv2d layers with at least this many input and output
+    channels run as Winograd convolutions (:mod:`ember.lowering.winograd`,
+    which explains the rule); 0, the default, turns Winograd off."""
 
     def __post_init__(self) -> None:
         if self.bits < 32 or self.bits % 32:
@@ -1144,11 +1152,13 @@ class WeightPacking:
 ROWS_MAX_DEPTH = 64
 """A stride-1 conv2d whose reduction (in channels × kernel taps) is at most
 this long, over output rows at least :data:`ROWS_MIN_VECTORS` vectors wide,
-keeps the row-vectorised nest: with so little work per output, storing
+keeps the vector along the output row (register-blocked row tiles,
+:mod:`ember.lowering.conv_rows`): with so little work per output, storing
 channel panels (a transpose, element by element) costs more than the FMAs.
 Measured on znver5, convbnrelu's 3→16-channel 3×3 conv at 224×224: 0.46 ms
 in rows, 0.58 ms in panels; the 3-channel 7×7 stride-2 layer of ResNet-18
-is 4× faster in panels."""
+is 4× faster in panels.  On one Zen 3 core the row tiles take that conv
+from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s) to ~0.59 ms (~74 GFLOP/s)."""
 
 ROWS_MIN_VECTORS = 4
 
@@ -1171,7 +1181,7 @@ def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
 
 def weight_packing(
     group: OpGroup, target: VectorTarget
-) -> tuple[SSAValue, WeightPacking] | None:
+) -> tuple[SSAValue, WeightPacking | WinogradPacking] | None:
     """The input of ``group`` that its caller may pass packed, and how, or
     ``None``.
 
@@ -1193,8 +1203,15 @@ def weight_packing(
     return weight, packing
 
 
-def _panel_packing(op: GraphOp, target: VectorTarget) -> WeightPacking | None:
+def _panel_packing(
+    op: GraphOp, target: VectorTarget
+) -> WeightPacking | WinogradPacking | None:
     """How ``op``'s kernel reads its weight, or ``None`` if not in panels."""
+    from ember.lowering.winograd import winograd_packing
+
+    winograd = winograd_packing(op, target)
+    if winograd is not None:
+        return winograd
     if not _is_blocked(op, target):
         return None
     return WeightPacking(_tile_shape(op, target)[0])
@@ -1398,12 +1415,23 @@ def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAVa
 def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     """Direct convolution as a register-blocked product over flattened output
     pixels (batch, row, column) × panels of output channels; the reduction
-    runs over input channels and kernel taps.  Grouped convolutions, and
-    short reductions over wide rows (:data:`ROWS_MAX_DEPTH`), keep the
-    row-vectorised loop nest (:func:`_gen_conv2d_rows`)."""
+    runs over input channels and kernel taps.  Short reductions over wide
+    rows (:data:`ROWS_MAX_DEPTH`) keep the vector along the output row, in
+    register tiles (:mod:`ember.lowering.conv_rows`); grouped convolutions
+    keep the row-vectorised loop nest (:func:`_gen_conv2d_rows`)."""
     packing = _panel_packing(op, low.target)
+    if packing is None and op.attr("groups") == 1:
+        from ember.lowering.conv_rows import gen_conv2d_row_tiles
+
+        gen_conv2d_row_tiles(em, low, op)
+        return
     if packing is None:
         _gen_conv2d_rows(em, low, op)
+        return
+    if not isinstance(packing, WeightPacking):
+        from ember.lowering.winograd import gen_conv2d_winograd
+
+        gen_conv2d_winograd(em, low, op, packing)
         return
     data, weight = op.operands
     n, out_channels, oh, ow = graph.shape_of(op.results[0])
@@ -1854,8 +1882,16 @@ def _report_schedule(
     parts: list[str] = []
     args: dict[str, object] = {"kernel": func.sym_name.data, "vector_bits": target.bits}
     if first.name == "graph.conv2d":
-        parts.append("direct convolution (no Winograd: ember has none yet)")
-    if packing is not None:
+        from ember.lowering.winograd import winograd_transform
+
+        transform = winograd_transform(first, target)
+        if transform is None:
+            parts.append("direct convolution")
+        else:
+            m = transform.m
+            parts.append(f"Winograd F({m}x{m}, 3x3) convolution")
+            args["winograd_tile"] = m
+    if isinstance(packing[1] if packing else None, WeightPacking):
         lanes, pixels = _tile_shape(first, target)
         rows, columns = ("rows", "units") if first.name == "graph.dense" else ("pixels", "channels")
         parts.append(

@@ -30,7 +30,7 @@ fused function erased once nothing calls it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
@@ -79,7 +79,7 @@ class WeightPacker:
 
     def __init__(self, target: VectorTarget) -> None:
         self.target = target
-        self.packed: dict[tuple[ConstantOp, int], SSAValue] = {}
+        self.packed: dict[tuple[ConstantOp, Hashable], SSAValue] = {}
 
     def prepack(self, group: OpGroup) -> tuple[OpGroup, list[SSAValue]]:
         """``group`` with its weight marked packed, and the call's operands
@@ -90,7 +90,7 @@ class WeightPacker:
             return group, list(group.inputs)
         weight, packing = found
         constant = found[0].owner
-        key = (constant, packing.lanes)
+        key = (constant, packing)
         if key not in self.packed:
             new = ConstantOp.from_array(packing.pack(constant.to_array()))
             block = constant.parent_block()
@@ -210,10 +210,13 @@ class LowerGraphToKernelPass(ModulePass):
     (``ember.ops``) and their estimated FLOPs (``ember.flops``): what the
     profiler reports per kernel.  ``ember.build`` turns it on."""
 
+    winograd_min_channels: int = 0
+    """3×3 stride-1 conv2d layers with at least this many input and output
+    channels use Winograd (``VectorTarget.winograd_min_channels``); 0: none."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = (
-            VectorTarget(self.vector_bits) if self.vector_bits else VectorTarget.host()
-        )
+        bits = self.vector_bits or VectorTarget.host().bits
+        target = VectorTarget(bits, winograd_min_channels=self.winograd_min_channels)
         fused = fused_functions(op)
         functions = graph_functions(op)
         for function in [*fused.values(), *functions]:

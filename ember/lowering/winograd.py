@@ -1,0 +1,472 @@
+"""Winograd convolution F(m×m, 3×3) for 3×3 stride-1 conv2d.
+
+A 3×3 convolution computes an ``m × m`` tile of outputs from an
+``α × α`` tile of inputs (``α = m + 2``) with ``α²`` products per channel
+pair instead of ``9 m²`` (Lavin & Gray, "Fast Algorithms for Convolutional
+Neural Networks", 2016)::
+
+    Y = Aᵀ [ Σ_c (G g_kc Gᵀ) ⊙ (Bᵀ d_c B) ] A
+
+The kernel runs it in four steps, each a plain loop nest:
+
+1. the input is copied, zero-padded, so that whole ``α × α`` windows exist
+   for every output tile (TVM's ``pad_temp``);
+2. *input transform*: ``V[ξ, c, t] = (Bᵀ d B)[ξ]`` for every tile ``t`` and
+   channel, the tile loop ``vectorized``;
+3. ``α²`` independent products ``M[ξ, k, t] = Σ_c U[ξ, c, k] V[ξ, c, t]``,
+   by the register-blocked GEMM micro-kernel of :mod:`ember.lowering.gemm`
+   (vector along the tiles ``t``, a broadcast of ``U`` per output channel):
+   ``V`` and ``M`` are read and written as whole vectors, with no transpose;
+4. *output transform*: ``Y = Aᵀ M A`` per tile, stored through the group's
+   epilogue (batch_norm, relu… stay fused); tiles cut by the edge of the
+   output store only their rows and columns inside it.
+
+The transformed weight ``U = G g Gᵀ`` is computed at bind time when the
+weight is a constant (:class:`WinogradPacking`, packed by the
+``lower-graph-to-kernel`` pass like the weight panels of direct kernels) and by the kernel
+otherwise.  Winograd is chosen per layer by :func:`winograd_transform`'s
+rule.  This is TVM's ``conv2d_nchw_winograd`` (``topi/nn/winograd_util.py``
+for the matrices) with ``pre_computed`` weights.
+
+Numerics: the transforms add and scale values before the products, so the
+rounding error is larger than direct convolution's (see
+docs/kernel-dialect.md, "Winograd convolution", for the bound the tests use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import MemRefType, f32
+from xdsl.ir import SSAValue
+
+from ember.dialects import graph
+from ember.dialects.graph import GraphOp
+from ember.lowering import graph_to_kernel as g2k
+from ember.lowering.gemm import (
+    Emitter,
+    Indices,
+    RowProduct,
+    emit_row_product,
+    raw_store,
+    tile_shape,
+)
+
+
+def _matrix(rows: Sequence[Sequence[object]]) -> tuple[tuple[Fraction, ...], ...]:
+    return tuple(tuple(Fraction(str(v)) for v in row) for row in rows)
+
+
+@dataclass(frozen=True)
+class WinogradTransform:
+    """The matrices of F(m×m, 3×3): ``at`` (m × α), ``g`` (α × 3), ``bt`` (α × α)."""
+
+    m: int
+    at: tuple[tuple[Fraction, ...], ...]
+    g: tuple[tuple[Fraction, ...], ...]
+    bt: tuple[tuple[Fraction, ...], ...]
+
+    @property
+    def alpha(self) -> int:
+        return self.m + 2
+
+
+F2X2_3X3 = WinogradTransform(
+    2,
+    at=_matrix([[1, 1, 1, 0], [0, 1, -1, -1]]),
+    g=_matrix([[1, 0, 0], ["1/2", "1/2", "1/2"], ["1/2", "-1/2", "1/2"], [0, 0, 1]]),
+    bt=_matrix([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]),
+)
+"""F(2×2, 3×3): 16 products per 4 outputs (direct: 36); every transform
+coefficient is 0, ±1 or ±1/2, so the transforms round almost nothing.
+(F(4×4, 3×3) needs 36 per 16 but coefficients up to 8 and 1/24: several
+times the error, and bands four times the scratch.)"""
+
+WINOGRAD_TRANSFORM = F2X2_3X3
+"""The transform chosen layers use."""
+
+
+def winograd_transform(
+    op: GraphOp, target: g2k.VectorTarget
+) -> WinogradTransform | None:
+    """The Winograd transform ``op`` is computed with, or ``None`` (direct).
+
+    The rule: a 3×3, stride-1, dilation-1, one-group conv2d with at least
+    ``target.winograd_min_channels`` input and output channels (0, the
+    default, is never: see docs/kernel-dialect.md for why; 32 is the
+    threshold the measurements below suggest),
+    when a band of two micro-kernel tiles of output tiles (32 on AVX2) fits
+    :data:`CHUNK_BYTES`: at most 64 channels with AVX2.  The transforms cost
+    about ``2α²`` additions per tile and channel against ``9m² - α²``
+    multiply-adds saved per pair of channels, so they pay with many channels;
+    but the products of a band re-read all of ``U`` (``α²·C·K`` floats), so
+    they pay only while a band holds enough tiles.  Measured on one Zen 3
+    core (min of interleaved runs, a loaded machine: rough), conv + bn +
+    relu: 64 channels at 56×56 9.0 ms Winograd vs 14.2 direct; 128 at 28×28
+    10.9 vs 7.5, 256 at 14×14 16 vs 4.8, 512 at 7×7 45 vs 12 (bands of 16,
+    8 and 4 tiles) — those stay direct."""
+    if op.name != "graph.conv2d" or op.attr("groups") != 1:
+        return None
+    out_channels, in_channels, kh, kw = graph.shape_of(op.operands[1])
+    if (kh, kw) != (3, 3) or tuple(op.attr("strides")) != (1, 1):
+        return None
+    if tuple(op.attr("dilation")) != (1, 1):
+        return None
+    minimum = target.winograd_min_channels
+    if minimum <= 0 or min(in_channels, out_channels) < minimum:
+        return None
+    transform = WINOGRAD_TRANSFORM
+    if _band_capacity(transform, in_channels, out_channels) < 2 * tile_shape(target)[1]:
+        return None
+    return transform
+
+
+def _band_capacity(
+    transform: WinogradTransform, in_channels: int, out_channels: int
+) -> int:
+    """Most tiles a band's scratch holds within :data:`CHUNK_BYTES`."""
+    return CHUNK_BYTES // (4 * transform.alpha**2 * max(in_channels, out_channels))
+
+
+@dataclass(frozen=True)
+class WinogradPacking:
+    """A 3×3 conv2d weight ``g[k, c]`` in the Winograd domain:
+    ``U[ξ, c, k] = (G g[k, c] Gᵀ)[ξ]`` in f32, ``ξ = x·α + y`` over the
+    ``α × α`` positions.  Output channels innermost: the product's reduction
+    over ``c`` then reads ``U`` with a stride, so LLVM vectorises the tile's
+    columns, not the reduction (with ``U[ξ, k, c]`` it transposed and spilled).
+
+    The interface of :class:`~ember.lowering.graph_to_kernel.WeightPacking`
+    (``shape``, ``pack``), so the ``lower-graph-to-kernel`` pass transforms
+    a constant weight at bind time without knowing the layout."""
+
+    transform: WinogradTransform
+
+    def shape(self, shape: Sequence[int]) -> tuple[int, ...]:
+        out_channels, in_channels, _, _ = shape
+        return (self.transform.alpha**2, in_channels, out_channels)
+
+    def pack(self, array: np.ndarray) -> np.ndarray:
+        """The transformed copy of ``array`` (any float dtype; the result is
+        f32, computed in f64 so that it is the exact transform, rounded once)."""
+        g_matrix = np.array(self.transform.g, dtype=np.float64)
+        u = np.einsum("xi,kcij,yj->xyck", g_matrix, array.astype(np.float64), g_matrix)
+        return np.ascontiguousarray(u.reshape(self.shape(array.shape)), np.float32)
+
+
+def winograd_packing(op: GraphOp, target: g2k.VectorTarget) -> WinogradPacking | None:
+    """How ``op``'s Winograd kernel reads its weight, or ``None`` if direct."""
+    transform = winograd_transform(op, target)
+    return None if transform is None else WinogradPacking(transform)
+
+
+# --------------------------------------------------------------------------
+# Emitting the transforms
+# --------------------------------------------------------------------------
+
+
+def _combine(
+    em: g2k._Emitter, coefficients: Sequence[Fraction], values: Sequence[SSAValue]
+) -> SSAValue:
+    """``Σ coefficient · value`` with the zero terms left out and ±1 as an
+    addition or subtraction (the transforms are mostly 0 and ±1)."""
+    total: SSAValue | None = None
+    for coefficient, value in zip(coefficients, values):
+        if coefficient == 0:
+            continue
+        magnitude = abs(coefficient)
+        term = (
+            value
+            if magnitude == 1
+            else em.add(arith.MulfOp(value, em.const(float(magnitude), f32)))
+        )
+        if total is None:
+            total = term if coefficient > 0 else em.add(arith.NegfOp(term))
+        elif coefficient > 0:
+            total = em.add(arith.AddfOp(total, term))
+        else:
+            total = em.add(arith.SubfOp(total, term))
+    return total if total is not None else em.const(0.0, f32)
+
+
+def _sandwich(
+    em: g2k._Emitter,
+    left: Sequence[Sequence[Fraction]],
+    tile: Sequence[Sequence[SSAValue]],
+) -> list[list[SSAValue]]:
+    """``L · tile · Lᵀ`` for a matrix of scalars, in two passes (rows, then
+    columns), as the transforms are written."""
+    rows = [
+        [_combine(em, row, [tile[i][j] for i in range(len(tile))]) for j in range(len(tile[0]))]
+        for row in left
+    ]
+    return [[_combine(em, column, rows[x]) for column in left] for x in range(len(left))]
+
+
+CHUNK_BYTES = 128 * 1024
+"""Most bytes of each of a band's two scratch buffers (transformed input,
+products): the stack limit of ``lower-kernel-to-llvm``, so they live on the
+thread's stack.  Whole-layer buffers (3.2 MB each for a 64-channel 56×56
+layer) were malloc'd and page-faulted in again on every call: ~1700 page
+faults and 3× the direct convolution's time."""
+
+
+@dataclass(frozen=True)
+class _Bands:
+    """A run of ``count`` bands of ``rows`` tile rows per image, from tile
+    row ``first``; the tiles of a band keep ``kept`` of their m output rows
+    (fewer than m only in the band holding the output's last, cut row)."""
+
+    first: int
+    count: int
+    rows: int
+    kept: int
+
+
+def _band_runs(
+    out_height: int, band_tiles: int, tile_columns: int, m: int
+) -> list[_Bands]:
+    """Bands of whole tile rows, as many rows as ``band_tiles`` tiles allow
+    (a divisor of the whole rows, so one band shape covers them), then a
+    one-row band for a row cut by the output's edge."""
+    full, rest = divmod(out_height, m)
+    runs = []
+    if full:
+        most = max(1, band_tiles // tile_columns)
+        rows = max(r for r in range(1, min(most, full) + 1) if full % r == 0)
+        runs.append(_Bands(0, full // rows, rows, m))
+    if rest:
+        runs.append(_Bands(full, 1, 1, rest))
+    return runs
+
+
+def gen_conv2d_winograd(
+    em: g2k._Emitter, low: g2k._Lowering, op: GraphOp, packing: WinogradPacking
+) -> None:
+    """conv2d by Winograd (see the module docstring for the steps).  Steps
+    2-4 run per *band* of tile rows, in one ``parallel`` loop over (image,
+    band): each thread transforms its band's input into, and multiplies it
+    out of, scratch buffers small enough for its stack and its caches."""
+    data, weight = op.operands
+    n, out_channels, oh, ow = graph.shape_of(op.results[0])
+    in_channels = graph.shape_of(data)[1]
+    transform = packing.transform
+    m, positions = transform.m, transform.alpha**2
+    tile_rows, tile_columns = -(-oh // m), -(-ow // m)
+    top, left, bottom, right = op.attr("padding")
+    padded = g2k._padded_copy(
+        em,
+        low,
+        data,
+        [top, left, bottom + tile_rows * m - oh, right + tile_columns * m - ow],
+        0.0,
+    )
+    weights = _transformed_weight(em, low, op, packing)
+    band_tiles = _band_capacity(transform, in_channels, out_channels)
+    for bands in _band_runs(oh, band_tiles, tile_columns, m):
+        count = n * bands.count
+        with em.loop("band", count, "parallel" if count > 1 else "serial") as i_band:
+            # Whole micro-kernel tiles of columns: LLVM unrolls a shorter
+            # column loop (14 tiles, or a rest of 8) completely and then
+            # vectorises the reduction instead, with shuffles and spills.
+            width = tile_shape(low.target)[1]
+            tiles = -(-bands.rows * tile_columns // width) * width
+            transformed_input = em.alloc([positions, in_channels, tiles])
+            transformed_input.name_hint = "winograd_input"
+            products = em.alloc([positions, out_channels, tiles])
+            products.name_hint = "winograd_products"
+            band = _Band(i_band, n, bands, tile_columns, ow)
+            _input_transform(em, transform, band, padded, transformed_input)
+            _band_product(em, low, band, weights, transformed_input, products)
+            _output_transform(em, low, transform, band, products)
+            em.add(memref.DeallocOp.get(transformed_input))
+            em.add(memref.DeallocOp.get(products))
+    em.add(memref.DeallocOp.get(padded))
+
+
+@dataclass(frozen=True)
+class _Band:
+    """One band inside the band loop: ``index`` runs over (image, band)."""
+
+    index: SSAValue
+    images: int
+    bands: _Bands
+    tile_columns: int
+    out_width: int
+
+    def image_and_first_row(
+        self, em: g2k._Emitter, index: SSAValue
+    ) -> tuple[SSAValue, SSAValue]:
+        """The image and first tile row of band ``index`` (a block variable
+        bound to :attr:`index`)."""
+        image, band = g2k._unflatten(em, index, [self.images, self.bands.count])
+        first_row = em.affine([(band, self.bands.rows)], self.bands.first)
+        return image, first_row
+
+
+def _band_product(
+    em: g2k._Emitter,
+    low: g2k._Lowering,
+    band: _Band,
+    weights: SSAValue,
+    transformed_input: SSAValue,
+    products: SSAValue,
+) -> None:
+    """``products[ξ, k, t] = Σ_c weights[ξ, c, k] · transformed_input[ξ, c, t]``."""
+    positions, in_channels, tiles = memref_shape(transformed_input)
+    out_channels = memref_shape(products)[1]
+
+    def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
+        return em.load(weights, [*batch, *red, row])
+
+    def b_at(em: Emitter, batch: Indices, red: Indices, column: SSAValue) -> SSAValue:
+        return em.load(transformed_input, [*batch, *red, column])
+
+    product = RowProduct(
+        "winograd_product",
+        (positions,),
+        out_channels,
+        tiles,
+        (("c", in_channels),),
+        a_at,
+        b_at,
+        raw_store(products),
+    )
+    emit_row_product(em, product, low.target)
+
+
+def memref_shape(buffer: SSAValue) -> tuple[int, ...]:
+    t = buffer.type
+    assert isinstance(t, MemRefType)  # scratch buffers made here
+    return tuple(t.get_shape())
+
+
+def _input_transform(
+    em: g2k._Emitter,
+    transform: WinogradTransform,
+    band: _Band,
+    padded: SSAValue,
+    out: SSAValue,
+) -> None:
+    """``out[ξ, c, t] = (Bᵀ d B)[ξ]`` for the ``α × α`` window ``d`` of the
+    band's tile ``t``."""
+    m, alpha = transform.m, transform.alpha
+    positions, in_channels, tiles = memref_shape(out)
+    used = band.bands.rows * band.tile_columns
+    if tiles > used:
+        # Zeros in the columns past the band's tiles: their products are
+        # never read, but must not be NaN or denormal garbage.
+        with (
+            em.nest(["x", "c", "t"], [positions, in_channels, tiles - used]) as ivs,
+            em.kblock("winograd_input_zero", g2k._spatial(ivs)) as (vx, vc, vt),
+        ):
+            em.store(em.const(0.0, f32), out, [vx, vc, em.add_index(vt, used)])
+    extents = [in_channels, band.bands.rows, band.tile_columns]
+    with (
+        em.nest(["c", "ty", "tx"], extents, ["serial", "serial", "vectorized"]) as ivs,
+        em.kblock("winograd_input", g2k._spatial([band.index, *ivs])) as vs,
+    ):
+        vband, vc, vty, vtx = vs
+        image, first_row = band.image_and_first_row(em, vband)
+        row = em.add_index(first_row, vty)
+        window = [
+            [
+                em.load(
+                    padded,
+                    [image, vc, em.affine([(row, m)], i), em.affine([(vtx, m)], j)],
+                )
+                for j in range(alpha)
+            ]
+            for i in range(alpha)
+        ]
+        values = _sandwich(em, transform.bt, window)
+        tile = em.affine([(vty, band.tile_columns), (vtx, 1)])
+        for x in range(alpha):
+            for y in range(alpha):
+                em.store(values[x][y], out, [em.index(x * alpha + y), vc, tile])
+
+
+def _output_transform(
+    em: g2k._Emitter,
+    low: g2k._Lowering,
+    transform: WinogradTransform,
+    band: _Band,
+    products: SSAValue,
+) -> None:
+    """``Y = Aᵀ M A`` per tile of the band, through the epilogue: one nest
+    for the whole tile columns, one for a column cut by the output's edge."""
+    m = transform.m
+    full, rest = divmod(band.out_width, m)
+    column_runs = [(0, full, m)] if full else []
+    if rest:
+        column_runs.append((full, 1, rest))
+    for column_run in column_runs:
+        _output_nest(em, low, transform, band, products, column_run)
+
+
+def _output_nest(
+    em: g2k._Emitter,
+    low: g2k._Lowering,
+    transform: WinogradTransform,
+    band: _Band,
+    products: SSAValue,
+    column_run: tuple[int, int, int],
+) -> None:
+    """Tiles of ``column_run`` (``(first, count, kept)``: the tile columns
+    and how many of their m output columns are inside the output)."""
+    m, alpha = transform.m, transform.alpha
+    column_start, column_count, kept_columns = column_run
+    out_channels = memref_shape(products)[1]
+    extents = [out_channels, band.bands.rows, column_count]
+    kinds = ["serial", "serial", "vectorized" if column_count > 1 else "serial"]
+    with (
+        em.nest(["k", "ty", "tx"], extents, kinds) as ivs,
+        em.kblock("winograd_output", g2k._spatial([band.index, *ivs])) as vs,
+    ):
+        vband, vk, vty, vtx = vs
+        image, first_row = band.image_and_first_row(em, vband)
+        row = em.add_index(first_row, vty)
+        column = em.add_index(vtx, column_start)
+        tile = em.affine([(vty, band.tile_columns), (column, 1)])
+        sums = [
+            [em.load(products, [em.index(x * alpha + y), vk, tile]) for y in range(alpha)]
+            for x in range(alpha)
+        ]
+        values = _sandwich(em, transform.at, sums)
+        for i in range(band.bands.kept):
+            for j in range(kept_columns):
+                at = [image, vk, em.affine([(row, m)], i), em.affine([(column, m)], j)]
+                low.emit_result(em, values[i][j], at)
+
+
+def _transformed_weight(
+    em: g2k._Emitter, low: g2k._Lowering, op: GraphOp, packing: WinogradPacking
+) -> SSAValue:
+    """``U``: the kernel argument if the caller transformed it at bind time,
+    else a scratch buffer computed here."""
+    weight = op.operands[1]
+    if weight in low.group.packed:
+        return low.buffer(weight)
+    out_channels, in_channels, kh, kw = graph.shape_of(weight)
+    alpha = packing.transform.alpha
+    transformed = em.alloc(packing.shape([out_channels, in_channels, kh, kw]))
+    transformed.name_hint = "winograd_weight"
+    source = low.buffer(weight)
+    with (
+        em.nest(["k", "c"], [out_channels, in_channels]) as ivs,
+        em.kblock("winograd_weight", g2k._spatial(ivs)) as (vk, vc),
+    ):
+        taps = [
+            [em.load_widened(source, [vk, vc, em.index(i), em.index(j)]) for j in range(3)]
+            for i in range(3)
+        ]
+        values = _sandwich(em, packing.transform.g, taps)
+        for x in range(alpha):
+            for y in range(alpha):
+                em.store(values[x][y], transformed, [em.index(x * alpha + y), vc, vk])
+    return transformed
+
