@@ -77,7 +77,8 @@ def test_buffers_are_recycled_and_outputs_stay_the_callers(three_stages, inline)
         kept = [out[0] for out in pipe.map(inputs)]
         # 3 pooled values (x, and %0 and %2 crossing cuts); map keeps at
         # most 10 inputs in flight, so no value needs more than 10 buffers.
-        assert 0 < pipe.buffers_allocated <= 3 * 10
+        # Inline, map's lane runs every input in buffers of its own.
+        assert (0 if inline else 1) <= pipe.buffers_allocated <= 3 * 10
         if inline:  # one input at a time: one buffer per value
             assert pipe.buffers_allocated == 3
         assert pipe.inline_runs == (320 if inline else 0)
@@ -142,6 +143,7 @@ def test_errors_name_the_stage_and_give_their_buffers_back(externs, inline):
             for out in pipe.map([np.full(4, s, np.float32) for s in signs[:4]]):
                 outcomes.append(out)  # map stops at the first failure
         assert len(outcomes) == 1
+        offsets = set()  # map read 2 inputs (inline) or its window: either way
         for index, sign in enumerate(signs):
             pipe.set_input("x", np.full(4, sign, np.float32))
             pipe.run()
@@ -150,7 +152,9 @@ def test_errors_name_the_stage_and_give_their_buffers_back(externs, inline):
             else:
                 with pytest.raises(StageError, match=r"stage @main_0 \(llvm on cpu:0\)") as e:
                     pipe.get_output(timeout=30)
-                assert (e.value.stage, e.value.index) == ("main_0", index + 4)
+                assert e.value.stage == "main_0"
+                offsets.add(e.value.index - index)
+        assert len(offsets) == 1 and offsets.pop() in (2, 4)  # numbered in order
         # A failed input's buffers went back: 60 failures allocated no more.
         assert pipe.buffers_allocated <= 10
 
