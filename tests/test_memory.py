@@ -1,0 +1,128 @@
+"""Memory: the plan-memory pass's reuse, weights stored once, constants mapped.
+
+Sizes here are exact byte counts of buffers the module owns (never RSS or
+timings): the plan's workspace against the sum of activations, the files
+of an artifact against the weights, and where a loaded module's constants
+live in the address space.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.testing import workloads
+
+LAYERS = 8
+WIDTH = 256
+
+
+def chain_network(layers: int = LAYERS, width: int = WIDTH) -> tuple[str, dict[str, np.ndarray]]:
+    """``x -> dense -> tanh -> dense -> tanh ...``: every tensor dies at the next op."""
+    t = f"tensor<1x{width}xf32>"
+    w = f"tensor<{width}x{width}xf32>"
+    args = ", ".join(f"%w{i}: {w}" for i in range(layers))
+    lines = [f"func.func @main(%x: {t}, {args}) -> {t} {{"]
+    value = "%x"
+    for i in range(layers):
+        lines.append(f"  %d{i} = graph.dense {value}, %w{i} : ({t}, {w}) -> {t}")
+        lines.append(f"  %h{i} = graph.tanh %d{i} : ({t}) -> {t}")
+        value = f"%h{i}"
+    lines += [f"  func.return {value} : {t}", "}"]
+    rng = np.random.default_rng(0)
+    params = {
+        f"w{i}": (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+        for i in range(layers)
+    }
+    return "\n".join(lines), params
+
+
+def run(lib: ember.runtime.Module, x: np.ndarray) -> np.ndarray:
+    ex = ember.GraphExecutor(lib, ember.cpu(0))
+    ex.set_input("x", x)
+    ex.run()
+    return ex.get_output(0).numpy()
+
+
+@pytest.fixture(scope="module")
+def chain() -> tuple[ember.runtime.Module, str, dict[str, np.ndarray]]:
+    text, params = chain_network()
+    return ember.build(text, "llvm", params=params), text, params
+
+
+def test_the_plan_reuses_buffers_along_a_chain(chain) -> None:
+    lib, text, params = chain
+    report = lib.memory_report()
+    tensor = WIDTH * 4
+    # Each intermediate dies at the next op: two buffers alternate, whatever
+    # the number of layers; one buffer per tensor would take all of them.
+    assert report.naive_activation_bytes >= (LAYERS - 1) * tensor
+    assert report.workspace_bytes <= 2 * tensor
+    assert report.peak_activation_bytes <= report.workspace_bytes
+    assert report.workspace_bytes * 3 < report.naive_activation_bytes
+    assert report.weights_bytes >= sum(p.nbytes for p in params.values())
+    x = np.random.default_rng(1).standard_normal((1, WIDTH)).astype(np.float32)
+    expected = ember.interpret(ember.bind_params(ember.parse(text), params), "main", x)[0]
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_memory_report_reads_as_a_table(chain) -> None:
+    lines = str(chain[0].memory_report()).splitlines()
+    assert [line.split()[0] for line in lines] == ["weights", "workspace", "peak", "naive"]
+    assert "MiB" in lines[0] and "of naive" in lines[1]
+
+
+def test_the_interpreter_plans_no_memory() -> None:
+    module, params = workloads.get("mlp")
+    lib = ember.build(module, "interp", params=params)
+    with pytest.raises(ember.RuntimeFailure, match="target 'interp' plans no memory"):
+        lib.memory_report()
+
+
+# -- weights once: the artifact holds the packed constants and nothing else ------
+
+
+def test_an_llvm_artifact_stores_each_weight_once(chain, tmp_path: Path) -> None:
+    lib, _, params = chain
+    lib.export_library(tmp_path / "net.ember")
+    files = {p.name: p.stat().st_size for p in (tmp_path / "net.ember").iterdir()}
+    assert sorted(files) == ["constants.bin", "layout.json", "manifest.json", "program.o"]
+    weights = sum(p.nbytes for p in params.values())
+    # The constants are the weights (packed), each padded to 64 bytes at most.
+    assert weights <= files["constants.bin"] <= weights + 64 * len(lib.layout.constants) + 64
+    assert lib.params == {} and sorted(lib.param_names) == sorted(params)
+    loaded = ember.load_module(tmp_path / "net.ember")
+    assert loaded.param_names == lib.param_names
+    assert [s.name for s in loaded.input_specs] == ["x"]
+
+
+def _mapping_of(address: int) -> str:
+    """The file (or [heap], or '') mapped at ``address`` in this process."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            low, high = (int(a, 16) for a in fields[0].split("-"))
+            if low <= address < high:
+                return fields[5].strip() if len(fields) > 5 else ""
+    raise AssertionError(f"{address:#x} is not mapped")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
+def test_loaded_constants_are_the_file_mapping(chain, tmp_path: Path) -> None:
+    lib, text, params = chain
+    lib.export_library(tmp_path / "net.ember")
+    path = os.path.realpath(tmp_path / "net.ember" / "constants.bin")
+    first, second = (ember.load_module(tmp_path / "net.ember") for _ in range(2))
+    for loaded in (first, second):
+        for constant in loaded._constants:
+            # The frame points into the file's pages: no copy on the heap.
+            assert _mapping_of(constant.ctypes.data) == path
+            assert not constant.flags.writeable
+    x = np.random.default_rng(2).standard_normal((1, WIDTH)).astype(np.float32)
+    np.testing.assert_array_equal(run(first, x), run(lib, x))
+    # A built module's constants are its own aligned blob, not the params.
+    assert all(not np.shares_memory(c, p) for c in lib._constants for p in params.values())
