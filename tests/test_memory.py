@@ -8,7 +8,9 @@ live in the address space.
 
 from __future__ import annotations
 
+import gc
 import os
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,31 @@ def test_the_interpreter_plans_no_memory() -> None:
     lib = ember.build(module, "interp", params=params)
     with pytest.raises(ember.RuntimeFailure, match="target 'interp' plans no memory"):
         lib.memory_report()
+
+
+# -- weights once: the module holds the packed constants and nothing else -------
+
+
+def _live(kind: type) -> int:
+    gc.collect()
+    return sum(isinstance(o, kind) for o in gc.get_objects())
+
+
+def test_the_build_keeps_neither_the_params_nor_its_ir() -> None:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+    text, params = chain_network(layers=3, width=32)
+    module = ember.parse(text)
+    refs = [weakref.ref(array) for array in params.values()]
+    modules, ops = _live(ModuleOp), _live(Operation)
+    lib = ember.build(module, "llvm", params=params)
+    del params
+    # Every IR stage (graph, kernel, llvm dialect) is gone after the build,
+    # and so are the caller's arrays once the caller drops them.
+    assert (_live(ModuleOp), _live(Operation)) == (modules, ops)
+    assert [ref() for ref in refs] == [None] * 3
+    assert lib.params == {} and lib.param_names == ("w0", "w1", "w2")
 
 
 # -- weights once: the artifact holds the packed constants and nothing else ------

@@ -241,6 +241,7 @@ class LLVMModule(Module):
 
         from ember import compiler
         from ember.runtime.jit import compile_llvm
+        from ember.runtime.memory import release_free_memory
         from ember.runtime.module import extern_function_names
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
@@ -260,15 +261,14 @@ class LLVMModule(Module):
             for spec in signature.inputs
             if spec.name in params
         ]
-        blob = pack_constants(layout, program.constants)
-        program.constants.clear()
+        blob = pack_constants(layout, program.constants)  # empties the list
         gc.collect()
         if layout.externs:
             _install_callback()
         program.module.body.block.add_op(_digest_global(layout))
         jit = compile_llvm(program.module)
         del program
-        gc.collect()
+        release_free_memory()
         return cls(signature, params, externs, jit, layout, blob)
 
     # -- run ---------------------------------------------------------------
@@ -464,15 +464,21 @@ def constant_offsets(specs: Sequence[BufferSpec]) -> tuple[list[int], int]:
     return offsets, end
 
 
-def pack_constants(layout: ProgramLayout, arrays: Sequence[np.ndarray]) -> np.ndarray:
-    """The constants in one aligned blob (``constants.bin``'s content)."""
+def pack_constants(layout: ProgramLayout, arrays: list[np.ndarray]) -> np.ndarray:
+    """The constants in one aligned blob (``constants.bin``'s content).
+
+    Takes the arrays out of ``arrays`` one by one, so that each is freed
+    once copied: the weights are never all in memory twice."""
     offsets, size = constant_offsets(layout.constants)
+    if len(arrays) != len(offsets):
+        raise EmberError(f"{len(arrays)} constants for the {len(offsets)} slots of the layout")
     blob = empty_aligned(
         (size,), np.uint8, what=f"the constants of @{layout.function} (its weights)"
     )
     blob[:] = 0  # the padding too: exports of one build are byte for byte equal
-    for offset, spec, array in zip(offsets, layout.constants, arrays, strict=True):
-        raw = np.ascontiguousarray(array, dtype=spec.dtype).reshape(-1).view(np.uint8)
+    arrays.reverse()
+    for offset, spec in zip(offsets, layout.constants):
+        raw = np.ascontiguousarray(arrays.pop(), dtype=spec.dtype).reshape(-1).view(np.uint8)
         blob[offset : offset + raw.size] = raw
     return blob
 

@@ -234,24 +234,20 @@ def assembly(llvm_ir: str) -> str:
     return _shared_target_machine().emit_assembly(llvm.parse_assembly(llvm_ir))
 
 
-def _engine(llvm_ir: str) -> ExecutionEngine:
-    _resolve_runtime_symbols()
-    llvm = _llvm()
-    parsed = llvm.parse_assembly(llvm_ir)
-    engine = llvm.create_mcjit_compiler(parsed, host_target_machine())
-    engine.finalize_object()
-    engine.run_static_constructors()
-    return engine
-
-
 def compile_llvm(module: ModuleOp) -> JitModule:
-    """Compile a module of llvm-dialect ops to native code in this process."""
+    """Compile a module of llvm-dialect ops to native code in this process.
+
+    Code generation emits an object file, which the engine links as on
+    load (:func:`load_object`): the engine then holds the machine code
+    alone, not the LLVM module it came from, and an export reuses the
+    object without generating code again."""
     _check_llvm_only(module)
     try:
         llvm_ir = optimize(translate(module))
+        obj = _shared_target_machine().emit_object(_llvm().parse_assembly(llvm_ir))
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
-    return JitModule(_engine(llvm_ir), llvm_ir)
+    return load_object(obj, llvm_ir)
 
 
 def load_object(data: bytes, llvm_ir: str = "") -> JitModule:
