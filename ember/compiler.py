@@ -77,24 +77,29 @@ def to_graph(
     return graph
 
 
-def to_kernel(graph: ModuleOp) -> ModuleOp:
-    """Stage ``kernel``: every graph op lowered to a kernel call (copy)."""
+def to_kernel(graph: ModuleOp, copy: bool = True) -> ModuleOp:
+    """Stage ``kernel``: every graph op lowered to a kernel call (a copy;
+    ``graph`` itself with ``copy=False``, so that weights the lowering
+    repacks are not held twice)."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
-    kernel = graph.clone()
+    kernel = graph.clone() if copy else graph
     LowerGraphToKernelPass().apply(make_context(), kernel)
     return kernel
 
 
-def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()) -> LoweredProgram:
-    """Stage ``llvm-dialect``: the entry program and its kernels as llvm ops (copy)."""
+def to_llvm_dialect(
+    kernel: ModuleOp, options: CompileOptions = CompileOptions(), copy: bool = True
+) -> LoweredProgram:
+    """Stage ``llvm-dialect``: the entry program and its kernels as llvm ops
+    (a copy; ``kernel`` itself with ``copy=False``)."""
     from xdsl.dialects import func
 
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
     from ember.lowering.program_to_llvm import lower_program_to_llvm
 
-    lowered = kernel.clone()
+    lowered = kernel.clone() if copy else kernel
     for op in list(lowered.ops):
         if (
             isinstance(op, func.FuncOp)

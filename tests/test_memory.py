@@ -153,3 +153,22 @@ def test_loaded_constants_are_the_file_mapping(chain, tmp_path: Path) -> None:
     np.testing.assert_array_equal(run(first, x), run(lib, x))
     # A built module's constants are its own aligned blob, not the params.
     assert all(not np.shares_memory(c, p) for c in lib._constants for p in params.values())
+
+
+def test_import_ember_loads_no_code_generator_and_no_frontend() -> None:
+    """``import ember`` stays small: LLVM, CUDA, ONNX, onnxruntime and the
+    compiler are imported on first use (modules checked, never RSS)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ember\n"
+        "heavy = ('llvmlite', 'cuda', 'onnx', 'onnxruntime', 'torch')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy\n"
+        "    or m.startswith(('ember.runtime.cpu', 'ember.lowering', 'ember.compiler'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -34,7 +34,6 @@ a crash.
 from __future__ import annotations
 
 import ctypes
-import gc
 import hashlib
 import itertools
 import json
@@ -246,15 +245,18 @@ class LLVMModule(Module):
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
         externs = extern_function_names(ir)
-        # Each stage is dropped as soon as the next exists, and the cycles
-        # of dead IR (ops point at their parents) collected: the weights
-        # then live only in the packed blob, not in IR attributes too.
+        # Each stage lowers the last in place, and the dead IR (cycles: ops
+        # point at their parents) and the heap pages it held are released
+        # between stages: the weights then live only in the packed blob,
+        # never in an old stage's attributes too.
         graph = compiler.to_graph(ir, params, options)
         del ir
-        kernel = compiler.to_kernel(graph)
+        release_free_memory()
+        program = compiler.to_llvm_dialect(
+            compiler.to_kernel(graph, copy=False), options, copy=False
+        )
         del graph
-        program = compiler.to_llvm_dialect(kernel, options)
-        del kernel
+        release_free_memory()
         layout = program.layout
         layout.params = [
             BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
@@ -262,7 +264,6 @@ class LLVMModule(Module):
             if spec.name in params
         ]
         blob = pack_constants(layout, program.constants)  # empties the list
-        gc.collect()
         if layout.externs:
             _install_callback()
         program.module.body.block.add_op(_digest_global(layout))
