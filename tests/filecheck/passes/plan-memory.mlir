@@ -1,11 +1,11 @@
 // RUN: ember-opt %s -p plan-memory | filecheck %s
 // RUN: ember-opt %s -p plan-memory | ember-translate /dev/stdin --emit=llvm-dialect --pipeline "" | filecheck %s --check-prefix=LOWERED
-// RUN: ember-opt %s -p plan-memory | sed 's/array<i64: 256>/array<i64: 64>/' > %t.overlap.mlir
-// RUN: not ember-translate %t.overlap.mlir --emit=llvm-dialect --pipeline "" 2>&1 | filecheck %s --check-prefix=OVERLAP
-// RUN: ember-opt %s -p plan-memory | sed 's/array<i64: 256>/array<i64: 8>/' > %t.unaligned.mlir
-// RUN: not ember-translate %t.unaligned.mlir --emit=llvm-dialect --pipeline "" 2>&1 | filecheck %s --check-prefix=UNALIGNED
-// RUN: sed 's/graph.call_kernel @relu(%%c) :/graph.relu %%c :/' %s > %t.unlowered.mlir
-// RUN: not ember-opt %t.unlowered.mlir -p plan-memory 2>&1 | filecheck %s --check-prefix=UNLOWERED
+// RUN: ember-opt %s -p plan-memory | sed 's/array<i64: 256>/array<i64: 64>/' > %t.overlap
+// RUN: not ember-translate %t.overlap --emit=llvm-dialect --pipeline "" 2>&1 | filecheck %s --check-prefix=OVERLAP
+// RUN: ember-opt %s -p plan-memory | sed 's/array<i64: 256>/array<i64: 8>/' > %t.unaligned
+// RUN: not ember-translate %t.unaligned --emit=llvm-dialect --pipeline "" 2>&1 | filecheck %s --check-prefix=UNALIGNED
+// RUN: sed 's/graph.call_kernel @relu(%%c) :/graph.relu %%c :/' %s > %t.unlowered
+// RUN: not ember-opt %t.unlowered -p plan-memory 2>&1 | filecheck %s --check-prefix=UNLOWERED
 
 // A chain of kernel calls: each intermediate dies at the next call, so two
 // 256-byte buffers alternate in the workspace (512 bytes) where one buffer
