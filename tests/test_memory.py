@@ -172,3 +172,24 @@ def test_import_ember_loads_no_code_generator_and_no_frontend() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_an_empty_constants_file_is_checked_too(tmp_path: Path) -> None:
+    """A network without constants maps nothing, but its checksum still counts."""
+    import json
+
+    from ember.runtime.artifact import seal
+
+    text = (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %y = graph.relu %x : tensor<4xf32>\n"
+        "  func.return %y : tensor<4xf32>\n}\n"
+    )
+    path = tmp_path / "relu.ember"
+    ember.build(text, "llvm").export_library(path)
+    assert (path / "constants.bin").stat().st_size == 0
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["files"]["constants.bin"]["sha256"] = "0" * 64
+    (path / "manifest.json").write_text(json.dumps(seal(manifest)))
+    with pytest.raises(ember.ArtifactError, match="constants.bin does not match its checksum"):
+        ember.load_module(path)

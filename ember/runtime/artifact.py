@@ -266,15 +266,17 @@ class ArtifactDir:
         path = self.path / self._checked_name(name)
         fd = self._open_regular(path, size, exact=True)
         try:
-            if size == 0:
-                return memoryview(b"")
-            mapping = mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+            # mmap cannot map 0 bytes; an empty file still has a checksum.
+            mapping: Any = (
+                mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+                if size
+                else b""
+            )
         except OSError as e:
             raise ArtifactError(f"cannot map {path}: {e.strerror}") from None
         finally:
             os.close(fd)
         if hashlib.sha256(mapping).hexdigest() != sha256:
-            mapping.close()
             raise ArtifactError(
                 f"corrupt artifact {self.path}: {name} does not match its checksum "
                 "(the file was truncated or modified after export)"
