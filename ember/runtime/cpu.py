@@ -176,11 +176,14 @@ class LLVMModule(Module):
         layout: ProgramLayout,
         constants: Any,
     ) -> None:
-        """``constants``: the blob of :func:`pack_constants` (or a mapping of
-        ``constants.bin``), which the frame points into."""
+        """``constants``: the constant arrays in slot order, or their blob
+        (:func:`pack_constants`, or a mapping of ``constants.bin``), which
+        the frame points into."""
         super().__init__(signature, params, extern_funcs)
         self._jit = jit  # owns the machine code: keep it alive with the module
         self._layout = layout
+        if isinstance(constants, (list, tuple)):
+            constants = pack_constants(layout, list(constants))
         self._constant_blob, self._constants = _constant_views(constants, layout)
         self._workspace = empty_aligned(
             (max(layout.workspace_bytes, 1),),
