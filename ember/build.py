@@ -142,7 +142,9 @@ def build(
     target_name, libs = parsed.kind, parsed.libs
     backend = backend_for(target_name)
     signature = signature_of(ir, entry)
-    bound = _bind_params(signature, params)
+    # A backend that compiles the params into its own constants copies them
+    # there; only one that keeps them (interp) needs a private copy first.
+    bound = _bind_params(signature, params, copy=backend.keeps_params)
     sites = _extern_sites(ir)
     if not isinstance(fast_math, bool):
         raise RuntimeFailure(f"fast_math must be True or False, got {fast_math!r}")
@@ -236,9 +238,10 @@ def _offload(
 
 
 def _bind_params(
-    signature: FunctionSignature, params: Mapping[str, Any] | None
+    signature: FunctionSignature, params: Mapping[str, Any] | None, copy: bool = True
 ) -> dict[str, np.ndarray]:
-    """Checked, read-only copies of ``params``, by argument name."""
+    """Checked, read-only copies of ``params`` (read-only views of them
+    without ``copy``), by argument name."""
     if params is None:
         return {}
     if not isinstance(params, Mapping):
@@ -250,7 +253,7 @@ def _bind_params(
         spec = signature.input(name) if isinstance(name, str) else None
         if spec is None:
             raise RuntimeFailure(_unknown_param_message(name, signature))
-        bound[name] = _param_array(value, spec, signature.name)
+        bound[name] = _param_array(value, spec, signature.name, copy)
     return bound
 
 
@@ -263,7 +266,7 @@ def _unknown_param_message(name: Any, signature: FunctionSignature) -> str:
     return message + f" (arguments: {', '.join(names) or 'none'})"
 
 
-def _param_array(value: Any, spec: TensorSpec, entry: str) -> np.ndarray:
+def _param_array(value: Any, spec: TensorSpec, entry: str, copy: bool) -> np.ndarray:
     import numpy as np
 
     from ember.runtime.ndarray import as_host_array
@@ -275,7 +278,13 @@ def _param_array(value: Any, spec: TensorSpec, entry: str) -> np.ndarray:
         raise RuntimeFailure(
             f"{what} must be {spec.describe()}, got {values.dtype.name}{list(values.shape)}"
         )
-    # A private, frozen copy: the caller may go on changing its array.
-    bound = np.array(values, dtype=values.dtype.newbyteorder("="), order="C", copy=True)
+    # A private, frozen copy: the caller may go on changing its array.  Or,
+    # where the backend copies it itself, a frozen view (not the caller's
+    # object, whose flags stay as they are).
+    native = values.dtype.newbyteorder("=")
+    if copy:
+        bound = np.array(values, dtype=native, order="C", copy=True)
+    else:
+        bound = np.asarray(values, dtype=native, order="C").view()
     bound.flags.writeable = False
     return bound

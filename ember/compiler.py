@@ -92,15 +92,20 @@ def to_graph(
 
 
 def to_kernel(
-    graph: ModuleOp, options: CompileOptions = CompileOptions(), annotate: bool = False
+    graph: ModuleOp,
+    options: CompileOptions = CompileOptions(),
+    annotate: bool = False,
+    copy: bool = True,
 ) -> ModuleOp:
-    """Stage ``kernel``: every graph op lowered to a kernel call (copy),
-    tiles shaped for the target's vector registers; ``annotate`` records
-    each call's graph ops and FLOPs for the profiler."""
+    """Stage ``kernel``: every graph op lowered to a kernel call, tiles
+    shaped for the target's vector registers; ``annotate`` records each
+    call's graph ops and FLOPs for the profiler.  A copy; ``graph`` itself
+    with ``copy=False``, so that weights the lowering repacks are not held
+    twice."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 
-    kernel = graph.clone()
+    kernel = graph.clone() if copy else graph
     LowerGraphToKernelPass(
         vector_bits=options.target.vector_bits,
         annotate=annotate,
@@ -109,14 +114,17 @@ def to_kernel(
     return kernel
 
 
-def to_llvm_dialect(kernel: ModuleOp, options: CompileOptions = CompileOptions()) -> LoweredProgram:
-    """Stage ``llvm-dialect``: the entry program and its kernels as llvm ops (copy)."""
+def to_llvm_dialect(
+    kernel: ModuleOp, options: CompileOptions = CompileOptions(), copy: bool = True
+) -> LoweredProgram:
+    """Stage ``llvm-dialect``: the entry program and its kernels as llvm ops
+    (a copy; ``kernel`` itself with ``copy=False``)."""
     from xdsl.dialects import func
 
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
     from ember.lowering.program_to_llvm import lower_program_to_llvm
 
-    lowered = kernel.clone()
+    lowered = kernel.clone() if copy else kernel
     for op in list(lowered.ops):
         if (
             isinstance(op, func.FuncOp)

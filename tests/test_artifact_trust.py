@@ -307,14 +307,14 @@ def npz_with_a_forged_header(name: str, shape: tuple[int, ...], data: bytes) -> 
     return archive.getvalue()
 
 
-def test_forged_constants_header_cannot_make_the_loader_allocate(conv: Path) -> None:
-    """An .npy header claiming a huge shape is refused before any allocation."""
-    forge(conv, constants_npz=npz_with_a_forged_header("arr_0", (10**6,) * 4, bytes(64)))
+@pytest.mark.parametrize("size", [0, 64, 10**6])
+def test_constants_of_another_size_are_refused(conv: Path, size: int) -> None:
+    """constants.bin is mapped, not parsed: its size must be what the
+    layout's constants take, so no view reaches past the file."""
+    forge(conv, constants_bin=bytes(size))
     with pytest.raises(
         ember.ArtifactError,
-        match=r"constants\.npz is not a valid constants archive \(\.npz\): array 'arr_0': "
-        r"its header says float32\[1000000, 1000000, 1000000, 1000000\] \(\d+ bytes\) but "
-        r"it holds 64 bytes",
+        match=rf"constants\.bin has {size} bytes; the \d+ constants layout\.json lists take \d+",
     ):
         ember.load_module(conv)
 
@@ -561,12 +561,11 @@ def _forged_copy(source: Path, work: Path, rng: np.random.Generator) -> None:
         _mutate_json(layout, rng)
         forge(work, layout_json=json.dumps(layout).encode())
         return
-    # constants.npz: zip and .npy headers and data (mutated data would only be
-    # other numbers; the zip's CRCs refuse it anyway).
-    data = bytearray((work / "constants.npz").read_bytes())
-    for _ in range(int(rng.integers(1, 5))):
-        data[int(rng.integers(len(data)))] = int(rng.integers(256))
-    forge(work, constants_npz=bytes(data))
+    # constants.bin: raw numbers, so a forgery that matters changes its size
+    # (other bytes would only be other weights).
+    data = (work / "constants.bin").read_bytes()
+    cut = int(rng.integers(len(data) + 1))
+    forge(work, constants_bin=data[:cut] + bytes(int(rng.integers(2)) * 64))
 
 
 def _fuzz(source: Path, work: Path, seed: int, count: int) -> None:

@@ -310,3 +310,27 @@ def test_pipeline_benchmark_prints_one_row_per_mode(capsys) -> None:
     assert modes[:3] == ["sequential", "pipelined (threads)", "pipelined (auto)"]
     assert len(modes) == 4 and modes[3] == "ray: skipped (--no-ray)"
     assert "inputs inline" in rows[2]
+
+
+def test_memory_script_end_to_end(tmp_path: Path) -> None:
+    """benchmarks/memory.py measures every way in its own process and prints
+    one row each; the figures are only checked to be sizes, never bounded."""
+    report = tmp_path / "memory.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "memory.py"), "--workloads", "mlp",
+         "--runs", "1", "--json", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,  # the assertion below shows stderr
+    )
+    assert completed.returncode == 0, completed.stderr
+    rows = json.loads(report.read_text())
+    assert [row["way"] for row in rows] == ["ember-build", "ember-load", "onnxruntime"]
+    for row in rows:
+        if "error" in row:  # onnxruntime not installed: said so, not hidden
+            assert row["way"] == "onnxruntime" and "not installed" in row["error"]
+            continue
+        assert 0 < row["import_mb"] <= row["peak_mb"] and row["steady_mb"] <= row["peak_mb"]
+        assert row["artifact_mb"] >= row["weights_mb"]
+    assert completed.stdout.splitlines()[0].split()[:2] == ["workload", "way"]

@@ -1607,7 +1607,7 @@ class ConstantOp(GraphOp):
         """
         array = np.ascontiguousarray(array).reshape(np.shape(array))
         t = tensor_type(array.shape, array.dtype)
-        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
+        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
         value = DenseIntOrFPElementsAttr(t, _bytes_attr(_splat_bytes(data, array)))
         return cls.create(result_types=[t], attributes={"value": value})
 

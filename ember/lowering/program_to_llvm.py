@@ -14,9 +14,10 @@ C++, and what Relax's VM does with its instruction list).
 
     [inputs…, outputs…, constants…, workspace, context]
 
-* Intermediate tensors live in one *workspace* buffer.  A static memory plan
-  gives each an offset; a buffer is reused once its value is dead (linear
-  scan over the op order, first fit, 64-byte aligned).
+* Intermediate tensors live in one *workspace* buffer, at the offsets of
+  the ``plan-memory`` pass (:mod:`ember.passes.plan_memory`; planned here
+  if the function carries no plan, and checked either way): a buffer is
+  reused once its value is dead.
 * A value the function returns is computed straight into its output buffer
   (destination passing); one that is an argument, a constant or already
   returned at another position is copied with ``memcpy``.
@@ -63,10 +64,9 @@ from ember.dialects.graph import (
     numpy_dtype,
 )
 from ember.errors import PassError
-from ember.ir import describe_op
+from ember.passes.plan_memory import DIRECT, check_program, checked_plan, direct_outputs
 
 PTR = llvm.LLVMPointerType()
-ALIGNMENT = 64
 EXTERN_SYMBOL = "ember_call_extern"
 """The runtime-provided function ``void (ptr context, i64 site, ptr buffers)``."""
 
@@ -142,6 +142,13 @@ class ProgramLayout:
     kernels: list[KernelSite] = field(default_factory=list)
     """Every call of the entry in order; the profile entry's clock ``i`` is
     read just before call ``i``, clock ``len(kernels)`` after the last."""
+    peak_bytes: int = 0
+    """The most intermediate bytes live at once (the plan's lower bound)."""
+    naive_bytes: int = 0
+    """One buffer per intermediate tensor: what the plan saves against."""
+    params: list[BufferSpec] = field(default_factory=list)
+    """Entry arguments bound at build time, now inside the constants: kept
+    so that a loader can check a manifest's signature against the code."""
 
     @property
     def profile_symbol(self) -> str:
@@ -174,6 +181,9 @@ class ProgramLayout:
             outputs=specs(data["outputs"]),
             constants=specs(data["constants"]),
             workspace_bytes=int(data["workspace_bytes"]),
+            peak_bytes=int(data["peak_bytes"]),
+            naive_bytes=int(data["naive_bytes"]),
+            params=specs(data["params"]),
             externs=[
                 ExternSite(
                     e["function"], tuple(specs(e["inputs"])), tuple(specs(e["outputs"]))
@@ -210,48 +220,6 @@ def _kernel_site(op: CallKernelOp | CallExternOp) -> KernelSite:
     )
     count = flops.value.data if isinstance(flops, IntegerAttr) else 0
     return KernelSite(op.callee, names, shape, max(count, 0))
-
-
-def _aligned(n: int) -> int:
-    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
-
-
-class _WorkspacePlan:
-    """First-fit allocation of intermediate tensors in one buffer."""
-
-    def __init__(self) -> None:
-        self.live: list[tuple[int, int]] = []  # (offset, size), sorted by offset
-        self.size = 0
-
-    def allocate(self, nbytes: int) -> int:
-        nbytes = _aligned(max(nbytes, 1))
-        offset = 0
-        for start, size in self.live:
-            if start - offset >= nbytes:
-                break
-            offset = start + size
-        self.live.append((offset, nbytes))
-        self.live.sort()
-        self.size = max(self.size, offset + nbytes)
-        return offset
-
-    def free(self, offset: int) -> None:
-        self.live = [(o, s) for o, s in self.live if o != offset]
-
-
-def _check_program(function: func.FuncOp) -> None:
-    for op in function.body.walk():
-        if op is function:
-            continue
-        if not isinstance(op, ConstantOp | CallKernelOp | CallExternOp | func.ReturnOp):
-            raise PassError(
-                f"lower-program-to-llvm: {op.name} is not lowered to a kernel call "
-                f"(run lower-graph-to-kernel first)\n{describe_op(op)}"
-            )
-    if len(function.body.blocks) != 1:
-        raise PassError(
-            f"lower-program-to-llvm: @{function.sym_name.data} has several blocks"
-        )
 
 
 class _ProgramTranslator:
@@ -320,44 +288,16 @@ class _ProgramTranslator:
         workspace = self._slot(self.layout.workspace_slot, "workspace")
         context = self._slot(self.layout.context_slot, "context")
 
-        # Values computed straight into an output buffer (first position only).
-        direct: dict[SSAValue, int] = {}
-        for i, value in enumerate(returned):
-            if (
-                value.owner in ops
-                and not isinstance(value.owner, ConstantOp)
-                and value not in direct
-            ):
-                direct[value] = i
-        position = {op: i for i, op in enumerate(ops)}
-        last_use = {
-            v: max((position[u.operation] for u in v.uses), default=-1)
-            for op in ops
-            for v in op.results
-        }
-
-        plan = _WorkspacePlan()
-        offsets: dict[SSAValue, int] = {}
-        for index, op in enumerate(ops):
-            if not isinstance(op, CallKernelOp | CallExternOp):
-                continue
-            for result in op.results:
-                if result in direct:
-                    self.pointers[result] = output_pointers[direct[result]]
-                else:
-                    offsets[result] = plan.allocate(_spec("", result).nbytes)
-            # Free the buffers whose last use is this op (after its results are placed,
-            # so an op never writes into a buffer it reads).
-            for operand in op.operands:
-                if operand in offsets and last_use[operand] == index:
-                    plan.free(offsets[operand])
-            for result in op.results:
-                if result in offsets and not result.uses:
-                    plan.free(offsets[result])
-        self.layout.workspace_bytes = plan.size
-        for value, offset in offsets.items():
-            pointer = self._workspace_pointer(workspace, offset)
-            self.pointers[value] = pointer
+        plan = checked_plan(self.function, "lower-program-to-llvm")
+        direct = direct_outputs(self.function)
+        self.layout.workspace_bytes = plan.workspace_bytes
+        self.layout.peak_bytes = plan.peak_bytes
+        self.layout.naive_bytes = plan.naive_bytes
+        for value, offset in plan.offsets.items():
+            if offset == DIRECT:
+                self.pointers[value] = output_pointers[direct[value]]
+            else:
+                self.pointers[value] = self._workspace_pointer(workspace, offset)
 
         for op in ops:
             if isinstance(op, CallKernelOp | CallExternOp):
@@ -450,7 +390,7 @@ def lower_program_to_llvm(
     )
     if target is None:
         raise PassError(f"lower-program-to-llvm: no function @{function}")
-    _check_program(target)
+    check_program(target, "lower-program-to-llvm")
     entry, layout, constants = _ProgramTranslator(target).translate()
     timed, _, _ = _ProgramTranslator(target, profile=True).translate()
     module.body.block.insert_op_before(entry, target)

@@ -32,4 +32,5 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fuse-ops": _lazy("fuse_ops", "FuseOpsPass"),
     "partition-extern": _lazy("partition_extern", "PartitionExternPass"),
     "kernel-bind-gpu": _lazy("kernel_bind_gpu", "KernelBindGpuPass"),
+    "plan-memory": _lazy("plan_memory", "PlanMemoryPass"),
 }

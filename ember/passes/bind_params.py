@@ -140,7 +140,8 @@ def _as_array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
 
 
 def _checked_array(value: Any, arg: BlockArgument, func: FuncOp) -> np.ndarray:
-    """A copy of ``value`` with exactly the argument's shape and dtype."""
+    """``value`` as an array of exactly the argument's shape and dtype (not
+    copied here: the constant made from it copies its bytes)."""
     what = f"bind-params: argument %{_argument_name(arg)} of @{func.sym_name.data}"
     t = arg.type
     if not isinstance(t, TensorType):
@@ -153,7 +154,7 @@ def _checked_array(value: Any, arg: BlockArgument, func: FuncOp) -> np.ndarray:
             f"{what} is {type_str(t)} ({dtype}{list(shape)}), but the array is "
             f"{array.dtype.newbyteorder('=')}{list(array.shape)}"
         )
-    return np.array(array, dtype=dtype, copy=True)
+    return np.asarray(array, dtype=dtype)
 
 
 # --------------------------------------------------------------------------

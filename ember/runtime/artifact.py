@@ -32,6 +32,7 @@ import errno
 import hashlib
 import io
 import json
+import mmap
 import os
 import re
 import stat
@@ -253,6 +254,35 @@ class ArtifactDir:
             )
         return data
 
+    def map(self, name: str, size: int, sha256: str) -> memoryview:
+        """Regular file ``name`` of ``size`` bytes mapped read-only (private,
+        copy-on-write: the process shares the file's pages and cannot change
+        the file), checked against ``sha256`` once, now.
+
+        The checks of :meth:`read` apply.  What they cannot cover: a file
+        truncated by another process *after* this check makes reading the
+        missing pages fail with SIGBUS, as for any mapped file.
+        """
+        path = self.path / self._checked_name(name)
+        fd = self._open_regular(path, size, exact=True)
+        try:
+            # mmap cannot map 0 bytes; an empty file still has a checksum.
+            mapping: Any = (
+                mmap.mmap(fd, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+                if size
+                else b""
+            )
+        except OSError as e:
+            raise ArtifactError(f"cannot map {path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+        if hashlib.sha256(mapping).hexdigest() != sha256:
+            raise ArtifactError(
+                f"corrupt artifact {self.path}: {name} does not match its checksum "
+                "(the file was truncated or modified after export)"
+            )
+        return memoryview(mapping)
+
     def read_json(self, name: str, what: str) -> tuple[Any, bytes, str]:
         """JSON document ``name`` (at most :data:`MAX_JSON_BYTES`), its bytes,
         and ``"{what} {path}"`` to start messages about it with.
@@ -292,6 +322,29 @@ class ArtifactDir:
 
     def _read_regular(self, path: Path, size: int, exact: bool) -> bytes:
         """At most ``size`` bytes (exactly, if ``exact``) of regular file ``path``."""
+        fd = self._open_regular(path, size, exact)
+        try:
+            chunks, left = [], size
+            while left > 0:
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+        except OSError as e:
+            raise ArtifactError(f"cannot read {path}: {e.strerror}") from None
+        finally:
+            os.close(fd)
+        data = b"".join(chunks)
+        if exact and len(data) != size:
+            raise ArtifactError(
+                f"corrupt artifact {self.path}: {path.name} changed while it was read"
+            )
+        return data
+
+    def _open_regular(self, path: Path, size: int, exact: bool) -> int:
+        """A descriptor of regular file ``path`` (not a link, FIFO or device)
+        of at most ``size`` bytes (exactly, if ``exact``); the caller closes it."""
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
             fd = os.open(path, flags)
@@ -324,23 +377,13 @@ class ArtifactDir:
                     f"corrupt artifact {self.path}: {path.name} has {info.st_size} bytes, "
                     f"more than the {size} such a file may have"
                 )
-            chunks, left = [], size
-            while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                left -= len(chunk)
         except OSError as e:
-            raise ArtifactError(f"cannot read {path}: {e.strerror}") from None
-        finally:
             os.close(fd)
-        data = b"".join(chunks)
-        if exact and len(data) != size:
-            raise ArtifactError(
-                f"corrupt artifact {self.path}: {path.name} changed while it was read"
-            )
-        return data
+            raise ArtifactError(f"cannot read {path}: {e.strerror}") from None
+        except ArtifactError:
+            os.close(fd)
+            raise
+        return fd
 
 
 def _kind(mode: int) -> str:

@@ -15,9 +15,18 @@ symbol ``ember_call_extern(context, site, buffers)``: ``context`` identifies
 the module, ``site`` the call; buffers are wrapped as NDArrays without copying
 and handed to the registered function (destination passing).
 
+Weights exist once.  The bound params become constants at build time
+(folded, packed for the kernels); the module keeps only the packed
+constants, in one 64-byte aligned blob (:func:`constant_offsets`), and
+releases the IR, the LLVM module and the originals (``keeps_params`` is
+False: ``lib.params`` is empty, ``lib.param_names`` lists them).
+
 Artifact payload: ``program.o`` (the optimised object code, linked again by
 MCJIT on load — nothing is recompiled), ``layout.json`` (the frame plan) and
-``constants.npz``; the backend metadata records the target the code was
+``constants.bin`` (that blob, as is); no ``params.npz``.  Loading maps
+``constants.bin`` (``mmap``, copy-on-write, checksummed once) and points the
+frame into the mapping: no copy on the heap, and processes loading the same
+file share its pages.  The backend metadata records the target the code was
 compiled for (:class:`~ember.target.Target`), its CPU and the CPU features the
 code may use, and loading on a CPU that lacks any of them is an error, not a
 crash.  A module built for such a target (cross-compiling) exports, but
@@ -28,12 +37,11 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import io
 import itertools
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects import llvm as llvm_dialect
@@ -50,16 +58,18 @@ from ember.runtime.artifact import (
     NATURAL,
     STRING,
     check_schema,
-    read_npz,
 )
 from ember.runtime.module import FunctionSignature, Module
-from ember.runtime.ndarray import NDArray, as_ndarray, empty_aligned
+from ember.runtime.ndarray import ALIGNMENT, NDArray, as_ndarray, empty_aligned, is_aligned
 from ember.runtime.registry import call_dps_packed_into
 from ember.target import Target, host_cpu_name, host_features
 
+if TYPE_CHECKING:
+    from ember.runtime.memory import MemoryReport
+
 OBJECT_FILE = "program.o"
 LAYOUT_FILE = "layout.json"
-CONSTANTS_FILE = "constants.npz"
+CONSTANTS_FILE = "constants.bin"
 
 LAYOUT_DIGEST_SYMBOL = "__ember_layout_sha256"
 """A constant in the object code: the sha256 (hex) of the frame layout it
@@ -73,7 +83,10 @@ LAYOUT_SCHEMA = {
     "inputs": [_BUFFER],
     "outputs": [_BUFFER],
     "constants": [_BUFFER],
+    "params": [_BUFFER],
     "workspace_bytes": NATURAL,
+    "peak_bytes": NATURAL,
+    "naive_bytes": NATURAL,
     "externs": [{"function": STRING, "inputs": [_BUFFER], "outputs": [_BUFFER]}],
     "kernels": [{"name": STRING, "ops": [STRING], "shape": [NATURAL], "flops": NATURAL}],
 }
@@ -156,20 +169,27 @@ class LLVMModule(Module):
 
     target = "llvm"
     run_is_locked = True  # run and bound runs hold the module's lock
+    keeps_params = False  # they are in the constants, folded and packed
+    mapped_files = (CONSTANTS_FILE,)
 
     def __init__(
         self,
         signature: FunctionSignature,
-        params: Mapping[str, np.ndarray],
+        params: Mapping[str, np.ndarray] | Sequence[str],
         extern_funcs: Sequence[str],
         jit: Any,
         layout: ProgramLayout,
-        constants: Sequence[np.ndarray],
+        constants: Any,
     ) -> None:
+        """``constants``: the constant arrays in slot order, or their blob
+        (:func:`pack_constants`, or a mapping of ``constants.bin``), which
+        the frame points into."""
         super().__init__(signature, params, extern_funcs)
         self._jit = jit  # owns the machine code: keep it alive with the module
         self._layout = layout
-        self._constants = [_aligned_copy(c) for c in constants]
+        if isinstance(constants, (list, tuple)):
+            constants = pack_constants(layout, list(constants))
+        self._constant_blob, self._constants = _constant_views(constants, layout)
         self._workspace = empty_aligned(
             (max(layout.workspace_bytes, 1),),
             np.uint8,
@@ -203,6 +223,20 @@ class LLVMModule(Module):
         """The target the native code was compiled for."""
         return self._jit.target
 
+    def memory_report(self) -> MemoryReport:
+        """What the module's memory holds: its constants (the packed weights)
+        and the workspace of its memory plan, against the peak of live
+        activations and the naive one-buffer-per-tensor sum."""
+        from ember.runtime.memory import MemoryReport
+
+        layout = self._layout
+        return MemoryReport(
+            weights_bytes=sum(c.nbytes for c in self._constants),
+            workspace_bytes=layout.workspace_bytes,
+            peak_activation_bytes=layout.peak_bytes,
+            naive_activation_bytes=layout.naive_bytes,
+        )
+
     # -- compile -----------------------------------------------------------
 
     @classmethod
@@ -219,20 +253,37 @@ class LLVMModule(Module):
 
         from ember import compiler
         from ember.runtime.jit import compile_llvm
+        from ember.runtime.memory import release_free_memory
         from ember.runtime.module import extern_function_names
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
+        externs = extern_function_names(ir)
+        # Each stage lowers the last in place, and the dead IR (cycles: ops
+        # point at their parents) and the heap pages it held are released
+        # between stages: the weights then live only in the packed blob,
+        # never in an old stage's attributes too.
         graph = compiler.to_graph(ir, params, options)
+        del ir
+        release_free_memory()
         program = compiler.to_llvm_dialect(
-            compiler.to_kernel(graph, options, annotate=True), options
+            compiler.to_kernel(graph, options, annotate=True, copy=False), options, copy=False
         )
-        if program.layout.externs:
+        del graph
+        release_free_memory()
+        layout = program.layout
+        layout.params = [
+            BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
+            for spec in signature.inputs
+            if spec.name in params
+        ]
+        blob = pack_constants(layout, program.constants)  # empties the list
+        if layout.externs:
             _install_callback()
-        program.module.body.block.add_op(_digest_global(program.layout))
+        program.module.body.block.add_op(_digest_global(layout))
         jit = compile_llvm(program.module, options.target)
-        return cls(
-            signature, params, extern_function_names(ir), jit, program.layout, program.constants
-        )
+        del program
+        release_free_memory()
+        return cls(signature, params, externs, jit, layout, blob)
 
     # -- run ---------------------------------------------------------------
 
@@ -322,12 +373,10 @@ class LLVMModule(Module):
     # -- export / load ------------------------------------------------------
 
     def payload(self) -> dict[str, bytes]:
-        constants = io.BytesIO()
-        np.savez(constants, *self._constants)
         return {
             OBJECT_FILE: self._jit.emit_object(),
             LAYOUT_FILE: json.dumps(self._layout.to_json(), indent=1).encode(),
-            CONSTANTS_FILE: constants.getvalue(),
+            CONSTANTS_FILE: memoryview(self._constant_blob).cast("B"),  # no copy
         }
 
     def backend_metadata(self) -> dict[str, Any]:
@@ -342,7 +391,7 @@ class LLVMModule(Module):
     def from_payload(
         cls,
         signature: FunctionSignature,
-        params: Mapping[str, np.ndarray],
+        params: Mapping[str, np.ndarray] | Sequence[str],
         extern_funcs: Sequence[str],
         files: Mapping[str, bytes],
         metadata: Mapping[str, Any],
@@ -367,7 +416,13 @@ class LLVMModule(Module):
         layout = ProgramLayout.from_json(layout_json)
         obj = _read_object(files[OBJECT_FILE], layout, layout_json)
         _check_signature(signature, params, extern_funcs, layout)
-        constants = _read_constants(files[CONSTANTS_FILE], layout)
+        constants = files[CONSTANTS_FILE]
+        _, size = constant_offsets(layout.constants)
+        if len(constants) != size:
+            raise ArtifactError(
+                f"corrupt llvm payload: {CONSTANTS_FILE} has {len(constants)} bytes; the "
+                f"{len(layout.constants)} constants {LAYOUT_FILE} lists take {size}"
+            )
         _check_symbols_resolve(obj)
         try:
             jit = load_object(files[OBJECT_FILE], target=_recorded_target(metadata))
@@ -437,7 +492,7 @@ def _read_object(
 
 def _check_signature(
     signature: FunctionSignature,
-    params: Mapping[str, np.ndarray],
+    params: Mapping[str, np.ndarray] | Sequence[str],
     extern_funcs: Sequence[str],
     layout: ProgramLayout,
 ) -> None:
@@ -447,6 +502,17 @@ def _check_signature(
             f"corrupt artifact: the manifest names entry @{signature.name}, but "
             f"{OBJECT_FILE} was compiled for @{layout.function}"
         )
+    compiled_params = {b.name: b for b in layout.params}
+    for spec in signature.inputs:
+        if spec.name not in params:
+            continue
+        buffer = compiled_params.get(spec.name)
+        if buffer is None or (tuple(spec.shape), spec.dtype) != (buffer.shape, buffer.dtype):
+            compiled = f"{buffer.dtype}{list(buffer.shape)}" if buffer else "not bound"
+            raise ArtifactError(
+                f"corrupt artifact: bound param {spec.name!r} ({spec.describe()}) does not "
+                f"match the entry signature {OBJECT_FILE} was compiled for ({compiled})"
+            )
     free = [spec for spec in signature.inputs if spec.name not in params]
     for what, specs, buffers in (
         ("inputs", free, layout.inputs),
@@ -469,23 +535,52 @@ def _check_signature(
         )
 
 
-def _read_constants(data: bytes, layout: ProgramLayout) -> list[np.ndarray]:
-    arrays = read_npz(data, f"corrupt llvm payload: {CONSTANTS_FILE}", "constants")
-    names = [f"arr_{i}" for i in range(len(layout.constants))]
-    if sorted(arrays) != sorted(names):
-        raise ArtifactError(
-            f"corrupt llvm payload: {CONSTANTS_FILE} holds {len(arrays)} arrays, "
-            f"{LAYOUT_FILE} lists {len(layout.constants)} constants"
-        )
-    constants = [arrays[name] for name in names]
-    for spec, constant in zip(layout.constants, constants, strict=True):
-        if constant.shape != spec.shape or constant.dtype.name != spec.dtype:
-            raise ArtifactError(
-                f"corrupt llvm payload: constant {spec.name} is "
-                f"{constant.dtype.name}{list(constant.shape)} in {CONSTANTS_FILE}, "
-                f"{spec.dtype}{list(spec.shape)} in {LAYOUT_FILE}"
-            )
-    return constants
+def constant_offsets(specs: Sequence[BufferSpec]) -> tuple[list[int], int]:
+    """Where each constant starts in the blob (in slot order, each at a
+    multiple of 64 bytes, as kernels expect), and the blob's size."""
+    offsets, end = [], 0
+    for spec in specs:
+        offsets.append(end)
+        end += -(-spec.nbytes // ALIGNMENT) * ALIGNMENT
+    return offsets, end
+
+
+def pack_constants(layout: ProgramLayout, arrays: list[np.ndarray]) -> np.ndarray:
+    """The constants in one aligned blob (``constants.bin``'s content).
+
+    Takes the arrays out of ``arrays`` one by one, so that each is freed
+    once copied: the weights are never all in memory twice."""
+    offsets, size = constant_offsets(layout.constants)
+    if len(arrays) != len(offsets):
+        raise EmberError(f"{len(arrays)} constants for the {len(offsets)} slots of the layout")
+    blob = empty_aligned(
+        (size,), np.uint8, what=f"the constants of @{layout.function} (its weights)"
+    )
+    blob[:] = 0  # the padding too: exports of one build are byte for byte equal
+    arrays.reverse()
+    for offset, spec in zip(offsets, layout.constants):
+        raw = np.ascontiguousarray(arrays.pop(), dtype=spec.dtype).reshape(-1).view(np.uint8)
+        blob[offset : offset + raw.size] = raw
+    return blob
+
+
+def _constant_views(blob: Any, layout: ProgramLayout) -> tuple[Any, list[np.ndarray]]:
+    """Read-only arrays over ``blob`` (copied once into aligned memory if
+    its start is not 64-byte aligned; a mapping or a packed blob is)."""
+    data = np.frombuffer(blob, dtype=np.uint8)
+    if not is_aligned(data):
+        data = empty_aligned(data.shape, np.uint8)
+        data[:] = np.frombuffer(blob, dtype=np.uint8)
+        blob = data
+    offsets, _ = constant_offsets(layout.constants)
+    views = []
+    for offset, spec in zip(offsets, layout.constants):
+        dtype = np.dtype(spec.dtype)
+        count = spec.nbytes // dtype.itemsize
+        view = data[offset : offset + spec.nbytes].view(dtype)[:count].reshape(spec.shape)
+        view.flags.writeable = False
+        views.append(view)
+    return blob, views
 
 
 # Resolved by RuntimeDyld itself, not looked up in the process.
@@ -511,9 +606,3 @@ def _check_symbols_resolve(obj: elf.ObjectFile) -> None:
             f"{OBJECT_FILE} needs {', '.join(missing[:8])}, which this process does not "
             "provide"
         )
-
-
-def _aligned_copy(array: np.ndarray) -> np.ndarray:
-    out = empty_aligned(array.shape, array.dtype)
-    np.copyto(out, array)
-    return out

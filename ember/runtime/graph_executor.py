@@ -258,7 +258,7 @@ class GraphExecutor:
             return self._input_order[key]
         if key in self._input_specs:
             return key  # type: ignore[return-value]
-        if key in self._lib.params:
+        if key in self._lib.param_names:
             raise RuntimeFailure(
                 f"{key!r} was bound as a constant by ember.build(..., params=...) and is no longer an "
                 f"input; inputs: {self._valid_inputs()} (build without it in params to set it at run time)"

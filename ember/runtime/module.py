@@ -22,7 +22,9 @@ Artifact format (``export_library(path)``): a **directory** ::
                       signature, bound param names, extern function names,
                       backend metadata, for every file its sha256 and size,
                       and the sha256 of the manifest's own content
-      params.npz      bound params (numpy .npz, no pickles)
+      params.npz      bound params (numpy .npz, no pickles), for backends
+                      that read them at run time (interp); the llvm backend
+                      compiles them into its constants and stores only those
       graph.mlir      backend payload files (interp: the graph IR text)
 
 A directory rather than one archive because every part stays readable with
@@ -73,7 +75,7 @@ if TYPE_CHECKING:
     from ember.runtime.graph_executor import GraphExecutor
 
 FORMAT_NAME = "ember-module"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST_FILE = "manifest.json"
 PARAMS_FILE = "params.npz"
 
@@ -239,17 +241,30 @@ class Module(ABC):
     run_is_locked: ClassVar[bool] = False
     """Whether :meth:`run` serialises concurrent calls itself; executors
     lock around it otherwise."""
+    keeps_params: ClassVar[bool] = True
+    """Whether :meth:`run` reads the bound params (interp).  A backend that
+    compiles them into its own payload (llvm: packed constants) sets False:
+    the module keeps only their names, so the arrays are released once
+    built, and its artifacts hold no ``params.npz``."""
+    mapped_files: ClassVar[tuple[str, ...]] = ()
+    """Payload files that loading maps into memory (``mmap``, checksummed
+    once) instead of reading: :meth:`from_payload` gets a read-only buffer
+    backed by the file, so every process loading it shares its pages."""
 
     def __init__(
         self,
         signature: FunctionSignature,
-        params: Mapping[str, np.ndarray],
+        params: Mapping[str, np.ndarray] | Sequence[str],
         extern_funcs: Sequence[str] = (),
     ) -> None:
         self._signature = signature
-        self._params = MappingProxyType(dict(params))
+        self._param_names = tuple(params)
+        kept = dict(params) if self.keeps_params else {}  # type: ignore[arg-type]
+        self._params: Mapping[str, np.ndarray] = MappingProxyType(kept)
         self._extern_funcs = tuple(extern_funcs)
-        free = tuple(spec for spec in signature.inputs if spec.name not in self._params)
+        free = tuple(
+            spec for spec in signature.inputs if spec.name not in self._param_names
+        )
         self._input_specs = free
 
     # -- what the module is ------------------------------------------------
@@ -265,8 +280,20 @@ class Module(ABC):
 
     @property
     def params(self) -> Mapping[str, np.ndarray]:
-        """Params bound at build time, by argument name (read-only)."""
+        """Params bound at build time, by argument name (read-only), where
+        the backend keeps them (:attr:`keeps_params`); empty otherwise."""
         return self._params
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """The names of the arguments bound at build time (every backend)."""
+        return self._param_names
+
+    def memory_report(self) -> Any:
+        """Weights, workspace and activation bytes (:class:`~ember.runtime.memory.MemoryReport`)."""
+        raise RuntimeFailure(
+            f"target {self.target!r} plans no memory; memory_report() is an llvm module's"
+        )
 
     @property
     def input_specs(self) -> tuple[TensorSpec, ...]:
@@ -334,13 +361,15 @@ class Module(ABC):
     def from_payload(
         cls,
         signature: FunctionSignature,
-        params: Mapping[str, np.ndarray],
+        params: Mapping[str, np.ndarray] | Sequence[str],
         extern_funcs: Sequence[str],
         files: Mapping[str, bytes],
         metadata: Mapping[str, Any],
     ) -> Module:
         """Rebuild a module from :meth:`payload` files; raise
-        :class:`ArtifactError` when they cannot be used."""
+        :class:`ArtifactError` when they cannot be used.  ``params`` are
+        arrays by name, or only the names where not :attr:`keeps_params`;
+        files in :attr:`mapped_files` are mappings, not bytes."""
 
     # -- shared behaviour ---------------------------------------------------
 
@@ -624,7 +653,7 @@ def _manifest(module: Module, files: Mapping[str, bytes]) -> dict[str, Any]:
         "ember_version": __version__,
         "target": module.target,
         "entry": module.signature.to_json(),
-        "params": sorted(module.params),
+        "params": sorted(module.param_names),
         "extern_funcs": list(module.extern_funcs),
         "backend": module.backend_metadata(),
         "files": {
@@ -675,7 +704,9 @@ def write_artifact(module: Module, path: Path) -> None:
     payload = module.payload()
     for name in payload:
         _check_file_name(name)
-    files = {PARAMS_FILE: save_params(module.params), **payload}
+    files = dict(payload)
+    if module.keeps_params:
+        files = {PARAMS_FILE: save_params(module.params), **files}
     manifest = _manifest(module, files)
 
     if path.exists() and not _replaceable(path):
@@ -781,14 +812,27 @@ def load_artifact(
     except RuntimeFailure as e:
         raise ArtifactError(f"cannot load {path}: {e}") from None
     signature = FunctionSignature.from_json(manifest["entry"])
-    _check_manifest_names(manifest, signature, where)
+    _check_manifest_names(manifest, signature, where, backend.keeps_params)
 
     listed = manifest["files"]
     contents = {
         name: directory.read(name, listed[name]["bytes"], listed[name]["sha256"])
-        for name in [PARAMS_FILE, *manifest["payload"]]
+        for name in manifest["payload"]
+        if name not in backend.mapped_files
     }
-    params = _read_npz(contents.pop(PARAMS_FILE), str(path / PARAMS_FILE))
+    contents.update(
+        (name, directory.map(name, listed[name]["bytes"], listed[name]["sha256"]))
+        for name in backend.mapped_files
+        if name in listed
+    )
+    params: Mapping[str, np.ndarray] | Sequence[str] = manifest["params"]
+    if backend.keeps_params:
+        params = _read_npz(
+            directory.read(
+                PARAMS_FILE, listed[PARAMS_FILE]["bytes"], listed[PARAMS_FILE]["sha256"]
+            ),
+            str(path / PARAMS_FILE),
+        )
     _check_params(params, manifest["params"], signature, path)
     try:
         module = backend.from_payload(
@@ -801,7 +845,10 @@ def load_artifact(
 
 
 def _check_manifest_names(
-    manifest: Mapping[str, Any], signature: FunctionSignature, where: str
+    manifest: Mapping[str, Any],
+    signature: FunctionSignature,
+    where: str,
+    keeps_params: bool,
 ) -> None:
     """Names in the manifest are unique, and every file has exactly one checksum."""
     for field, names in (
@@ -819,7 +866,7 @@ def _check_manifest_names(
                 f"{where}: field payload: invalid artifact file name {name!r}: plain "
                 f"names only, not {MANIFEST_FILE}/{PARAMS_FILE}"
             )
-    expected = {PARAMS_FILE, *manifest["payload"]}
+    expected = {PARAMS_FILE, *manifest["payload"]} if keeps_params else set(manifest["payload"])
     listed = set(manifest["files"])
     if listed != expected:
         problems = [f"no checksum for {name}" for name in sorted(expected - listed)]
@@ -846,20 +893,27 @@ def _artifact_directory(path: Path) -> Path:
 
 
 def _check_params(
-    params: Mapping[str, np.ndarray],
+    params: Mapping[str, np.ndarray] | Sequence[str],
     names: Sequence[str],
     signature: FunctionSignature,
     directory: Path,
 ) -> None:
+    """Bound params (arrays, or names where the backend compiled them in)
+    are arguments of the entry, of its shapes and dtypes."""
     if sorted(params) != sorted(names):
         raise ArtifactError(
             f"corrupt artifact {directory}: {PARAMS_FILE} holds {sorted(params)}, the manifest lists {sorted(names)}"
         )
-    for name, values in params.items():
+    for name in params:
         spec = signature.input(name)
-        if (
-            spec is None
-            or values.shape != spec.shape
+        if spec is None:
+            raise ArtifactError(
+                f"corrupt artifact {directory}: bound param {name!r} is not an argument "
+                f"of @{signature.name}"
+            )
+        values = params[name] if isinstance(params, Mapping) else None
+        if values is not None and (
+            values.shape != spec.shape
             or values.dtype.name != spec.dtype
         ):
             raise ArtifactError(

@@ -107,7 +107,7 @@ class VirtualMachine:
         return [self._argument(spec, given[spec.name], where) for spec in specs]
 
     def _bound_hint(self) -> str:
-        bound = list(self._lib.params)
+        bound = list(self._lib.param_names)
         return f" (bound at build time: {', '.join(bound)})" if bound else ""
 
     @staticmethod

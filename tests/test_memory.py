@@ -1,0 +1,195 @@
+"""Memory: the plan-memory pass's reuse, weights stored once, constants mapped.
+
+Sizes here are exact byte counts of buffers the module owns (never RSS or
+timings): the plan's workspace against the sum of activations, the files
+of an artifact against the weights, and where a loaded module's constants
+live in the address space.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+from ember.testing import workloads
+
+LAYERS = 8
+WIDTH = 256
+
+
+def chain_network(layers: int = LAYERS, width: int = WIDTH) -> tuple[str, dict[str, np.ndarray]]:
+    """``x -> dense -> tanh -> dense -> tanh ...``: every tensor dies at the next op."""
+    t = f"tensor<1x{width}xf32>"
+    w = f"tensor<{width}x{width}xf32>"
+    args = ", ".join(f"%w{i}: {w}" for i in range(layers))
+    lines = [f"func.func @main(%x: {t}, {args}) -> {t} {{"]
+    value = "%x"
+    for i in range(layers):
+        lines.append(f"  %d{i} = graph.dense {value}, %w{i} : ({t}, {w}) -> {t}")
+        lines.append(f"  %h{i} = graph.tanh %d{i} : ({t}) -> {t}")
+        value = f"%h{i}"
+    lines += [f"  func.return {value} : {t}", "}"]
+    rng = np.random.default_rng(0)
+    params = {
+        f"w{i}": (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+        for i in range(layers)
+    }
+    return "\n".join(lines), params
+
+
+def run(lib: ember.runtime.Module, x: np.ndarray) -> np.ndarray:
+    ex = ember.GraphExecutor(lib, ember.cpu(0))
+    ex.set_input("x", x)
+    ex.run()
+    return ex.get_output(0).numpy()
+
+
+@pytest.fixture(scope="module")
+def chain() -> tuple[ember.runtime.Module, str, dict[str, np.ndarray]]:
+    text, params = chain_network()
+    return ember.build(text, "llvm", params=params), text, params
+
+
+def test_the_plan_reuses_buffers_along_a_chain(chain) -> None:
+    lib, text, params = chain
+    report = lib.memory_report()
+    tensor = WIDTH * 4
+    # Each intermediate dies at the next op: two buffers alternate, whatever
+    # the number of layers; one buffer per tensor would take all of them.
+    assert report.naive_activation_bytes >= (LAYERS - 1) * tensor
+    assert report.workspace_bytes <= 2 * tensor
+    assert report.peak_activation_bytes <= report.workspace_bytes
+    assert report.workspace_bytes * 3 < report.naive_activation_bytes
+    assert report.weights_bytes >= sum(p.nbytes for p in params.values())
+    x = np.random.default_rng(1).standard_normal((1, WIDTH)).astype(np.float32)
+    expected = ember.interpret(ember.bind_params(ember.parse(text), params), "main", x)[0]
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_memory_report_reads_as_a_table(chain) -> None:
+    lines = str(chain[0].memory_report()).splitlines()
+    assert [line.split()[0] for line in lines] == ["weights", "workspace", "peak", "naive"]
+    assert "MiB" in lines[0] and "of naive" in lines[1]
+
+
+def test_the_interpreter_plans_no_memory() -> None:
+    module, params = workloads.get("mlp")
+    lib = ember.build(module, "interp", params=params)
+    with pytest.raises(ember.RuntimeFailure, match="target 'interp' plans no memory"):
+        lib.memory_report()
+
+
+# -- weights once: the module holds the packed constants and nothing else -------
+
+
+def _live(kind: type) -> int:
+    gc.collect()
+    return sum(isinstance(o, kind) for o in gc.get_objects())
+
+
+def test_the_build_keeps_neither_the_params_nor_its_ir() -> None:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+    text, params = chain_network(layers=3, width=32)
+    module = ember.parse(text)
+    refs = [weakref.ref(array) for array in params.values()]
+    modules, ops = _live(ModuleOp), _live(Operation)
+    lib = ember.build(module, "llvm", params=params)
+    del params
+    # Every IR stage (graph, kernel, llvm dialect) is gone after the build,
+    # and so are the caller's arrays once the caller drops them.
+    assert (_live(ModuleOp), _live(Operation)) == (modules, ops)
+    assert [ref() for ref in refs] == [None] * 3
+    assert lib.params == {} and lib.param_names == ("w0", "w1", "w2")
+
+
+# -- weights once: the artifact holds the packed constants and nothing else ------
+
+
+def test_an_llvm_artifact_stores_each_weight_once(chain, tmp_path: Path) -> None:
+    lib, _, params = chain
+    lib.export_library(tmp_path / "net.ember")
+    files = {p.name: p.stat().st_size for p in (tmp_path / "net.ember").iterdir()}
+    assert sorted(files) == ["constants.bin", "layout.json", "manifest.json", "program.o"]
+    weights = sum(p.nbytes for p in params.values())
+    # The constants are the weights (packed), each padded to 64 bytes at most.
+    assert weights <= files["constants.bin"] <= weights + 64 * len(lib.layout.constants) + 64
+    assert lib.params == {} and sorted(lib.param_names) == sorted(params)
+    loaded = ember.load_module(tmp_path / "net.ember")
+    assert loaded.param_names == lib.param_names
+    assert [s.name for s in loaded.input_specs] == ["x"]
+
+
+def _mapping_of(address: int) -> str:
+    """The file (or [heap], or '') mapped at ``address`` in this process."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            low, high = (int(a, 16) for a in fields[0].split("-"))
+            if low <= address < high:
+                return fields[5].strip() if len(fields) > 5 else ""
+    raise AssertionError(f"{address:#x} is not mapped")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs Linux /proc")
+def test_loaded_constants_are_the_file_mapping(chain, tmp_path: Path) -> None:
+    lib, text, params = chain
+    lib.export_library(tmp_path / "net.ember")
+    path = os.path.realpath(tmp_path / "net.ember" / "constants.bin")
+    first, second = (ember.load_module(tmp_path / "net.ember") for _ in range(2))
+    for loaded in (first, second):
+        for constant in loaded._constants:
+            # The frame points into the file's pages: no copy on the heap.
+            assert _mapping_of(constant.ctypes.data) == path
+            assert not constant.flags.writeable
+    x = np.random.default_rng(2).standard_normal((1, WIDTH)).astype(np.float32)
+    np.testing.assert_array_equal(run(first, x), run(lib, x))
+    # A built module's constants are its own aligned blob, not the params.
+    assert all(not np.shares_memory(c, p) for c in lib._constants for p in params.values())
+
+
+def test_import_ember_loads_no_code_generator_and_no_frontend() -> None:
+    """``import ember`` stays small: LLVM, CUDA, ONNX, onnxruntime and the
+    compiler are imported on first use (modules checked, never RSS)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ember\n"
+        "heavy = ('llvmlite', 'cuda', 'onnx', 'onnxruntime', 'torch')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy\n"
+        "    or m.startswith(('ember.runtime.cpu', 'ember.lowering', 'ember.compiler'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_an_empty_constants_file_is_checked_too(tmp_path: Path) -> None:
+    """A network without constants maps nothing, but its checksum still counts."""
+    import json
+
+    from ember.runtime.artifact import seal
+
+    text = (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %y = graph.relu %x : tensor<4xf32>\n"
+        "  func.return %y : tensor<4xf32>\n}\n"
+    )
+    path = tmp_path / "relu.ember"
+    ember.build(text, "llvm").export_library(path)
+    assert (path / "constants.bin").stat().st_size == 0
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["files"]["constants.bin"]["sha256"] = "0" * 64
+    (path / "manifest.json").write_text(json.dumps(seal(manifest)))
+    with pytest.raises(ember.ArtifactError, match="constants.bin does not match its checksum"):
+        ember.load_module(path)
