@@ -187,6 +187,24 @@ class PipelineClosedError(PipelineError):
     """The executor was used after ``close()``."""
 
 
+def pipeline_full(what: str, unread: int, max_in_flight: int) -> PipelineFull:
+    return PipelineFull(
+        f"{what}: the pipeline is full: {unread} inputs are unread "
+        f"(max_in_flight={max_in_flight}) and only get_output() makes "
+        "room; read outputs with get_output() (or stream with map()), or "
+        "pass timeout= or block=True when another thread reads them"
+    )
+
+
+def pipeline_timeout(
+    what: str, in_flight: int, max_in_flight: int, timeout: float | None
+) -> PipelineTimeout:
+    return PipelineTimeout(
+        f"{what}: {in_flight} inputs are in flight (max_in_flight="
+        f"{max_in_flight}) and none was read within {timeout} s; call get_output()"
+    )
+
+
 # --------------------------------------------------------------------------
 # What flows through the pipeline
 # --------------------------------------------------------------------------
@@ -990,24 +1008,8 @@ class PipelineExecutor(PipelineInputs):
         input's turn and ends the iteration.  ``map`` needs the executor to
         itself: no ``run()`` input pending, no other thread calling ``run``.
         """
-        self._check_open("map()")
         default = len(self._plans) * (self._capacity + 1) + 1
-        window = min(default, self._max_in_flight) if window is None else window
-        if (
-            isinstance(window, bool)
-            or not isinstance(window, int)
-            or not 1 <= window <= self._max_in_flight
-        ):
-            raise PipelineError(
-                f"map(): window must be an integer from 1 to max_in_flight "
-                f"({self._max_in_flight}), got {window!r}"
-            )
-        if self._reads:
-            raise PipelineError(
-                f"map(): {len(self._reads)} input(s) submitted with run() are unread; "
-                "read them with get_output() first"
-            )
-        return self._stream(iter(inputs), window)
+        return self._stream(iter(inputs), self._map_window(window, default))
 
     def _stream(self, inputs: Iterator[Any], window: int) -> Iterator[list[NDArray]]:
         pending: deque[int] = deque()
@@ -1162,19 +1164,10 @@ class PipelineExecutor(PipelineInputs):
                 self._check_open(what)
                 # Futures free their room by themselves: waiting for them is safe.
                 if deadline is None and not block and not self._workers.futures:
-                    raise PipelineFull(
-                        f"{what}: the pipeline is full: {self.in_flight} inputs are unread "
-                        f"(max_in_flight={self._max_in_flight}) and only get_output() makes "
-                        "room; read outputs with get_output() (or stream with map()), or "
-                        "pass timeout= or block=True when another thread reads them"
-                    )
+                    raise pipeline_full(what, self.in_flight, self._max_in_flight)
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    raise PipelineTimeout(
-                        f"{what}: {self.in_flight} inputs are in flight (max_in_flight="
-                        f"{self._max_in_flight}) and none was read within {timeout} s; "
-                        "call get_output()"
-                    )
+                    raise pipeline_timeout(what, self.in_flight, self._max_in_flight, timeout)
                 self._slots.wait(remaining)
             self._check_open(what)
             self._reserving += 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from typing import Any, Self
 
 import numpy as np
@@ -36,6 +36,9 @@ class PipelineInputs(ABC):
     _lib: PipelineLibrary
     _input_specs: dict[str, TensorSpec]
     _staged: dict[str, NDArray]
+    _max_in_flight: int
+    _reads: Sized
+    """Indices of the inputs ``run()`` submitted and ``get_output`` has not read."""
 
     @abstractmethod
     def _check_open(self, what: str) -> None:
@@ -177,6 +180,27 @@ class PipelineInputs(ABC):
                 "set_input(name, array) first"
             )
         return staged
+
+    def _map_window(self, window: Any, default: int) -> int:
+        """``map``'s checked ``window`` (``default`` when None, at most
+        ``max_in_flight``); ``map`` needs no ``run()`` input pending."""
+        self._check_open("map()")
+        window = min(default, self._max_in_flight) if window is None else window
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int)
+            or not 1 <= window <= self._max_in_flight
+        ):
+            raise PipelineError(
+                f"map(): window must be an integer from 1 to max_in_flight "
+                f"({self._max_in_flight}), got {window!r}"
+            )
+        if self._reads:
+            raise PipelineError(
+                f"map(): {len(self._reads)} input(s) submitted with run() are unread; "
+                "read them with get_output() first"
+            )
+        return window
 
     def __enter__(self) -> Self:
         return self

@@ -93,10 +93,11 @@ from ember.pipeline.executor import (
     DEFAULT_MAX_IN_FLIGHT,
     PipelineClosedError,
     PipelineEmpty,
-    PipelineFull,
     PipelineTimeout,
     StageError,
     _deadline,
+    pipeline_full,
+    pipeline_timeout,
 )
 from ember.pipeline.inputs import PipelineInputs
 from ember.runtime.artifact import ArtifactDir, is_plain_name
@@ -829,24 +830,8 @@ class RayPipelineExecutor(PipelineInputs):
         most ``window`` in flight (default: eight per stage, at most
         ``max_in_flight``).  Elements are what ``submit`` takes.  ``map`` needs
         the executor to itself: no ``run()`` input pending."""
-        self._check_open("map()")
-        if window is None:
-            window = min(8 * len(self._lib.stages), self._max_in_flight)
-        if (
-            isinstance(window, bool)
-            or not isinstance(window, int)
-            or not 1 <= window <= self._max_in_flight
-        ):
-            raise PipelineError(
-                f"map(): window must be an integer from 1 to max_in_flight "
-                f"({self._max_in_flight}), got {window!r}"
-            )
-        if self._reads:
-            raise PipelineError(
-                f"map(): {len(self._reads)} input(s) submitted with run() are unread; "
-                "read them with get_output() first"
-            )
-        return self._stream(iter(inputs), window)
+        default = 8 * len(self._lib.stages)
+        return self._stream(iter(inputs), self._map_window(window, default))
 
     def _stream(self, inputs: Iterator[Any], window: int) -> Iterator[list[NDArray]]:
         pending = 0
@@ -888,19 +873,10 @@ class RayPipelineExecutor(PipelineInputs):
                 self._check_open(what)
                 waiting_futures = any(f.future is not None for f in cluster.flights.values())
                 if deadline is None and not block and not waiting_futures:
-                    raise PipelineFull(
-                        f"{what}: the pipeline is full: {cluster.unread} inputs are unread "
-                        f"(max_in_flight={self._max_in_flight}) and only get_output() makes "
-                        "room; read outputs with get_output() (or stream with map()), or "
-                        "pass timeout= or block=True when another thread reads them"
-                    )
+                    raise pipeline_full(what, cluster.unread, self._max_in_flight)
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    raise PipelineTimeout(
-                        f"{what}: {cluster.unread} inputs are in flight (max_in_flight="
-                        f"{self._max_in_flight}) and none was read within {timeout} s; "
-                        "call get_output()"
-                    )
+                    raise pipeline_timeout(what, cluster.unread, self._max_in_flight, timeout)
                 cluster.cond.wait(_POLL if remaining is None else min(remaining, _POLL))
             self._check_open(what)
             stages = len(cluster.slots)

@@ -45,7 +45,7 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf3
 // CHECK-NEXT:   llvm.return
 // The profile entry: the same program with the monotonic clock read into
 // clock[i] (16-byte timespecs) before call i and after the last call.
-// CHECK:      llvm.func @__ember_profile_main(%{{.*}}: !llvm.ptr, %clock: !llvm.ptr) {
+// CHECK:      llvm.func @__ember_profile_main(%{{.*}}: !llvm.ptr, %clock: !llvm.ptr) attributes {passthrough = {{.*}}} {
 // CHECK:        %[[ID0:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK-NEXT:   llvm.call @clock_gettime(%[[ID0]], %clock)
 // CHECK-NEXT:   llvm.call @scale(

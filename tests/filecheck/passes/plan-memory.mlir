@@ -40,7 +40,7 @@ func.func @main(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
 // CHECK-NEXT:   %d = graph.call_kernel @relu(%c) {ember.offsets = array<i64: -1>}
 
 // The lowering places the buffers where the plan says.
-// LOWERED:      llvm.func @__ember_entry_main(%frame: !llvm.ptr) {
+// LOWERED:      llvm.func @__ember_entry_main(%frame: !llvm.ptr) attributes {passthrough = {{.*}}} {
 // LOWERED:        %workspace = llvm.load
 // LOWERED:        %{{.*}} = llvm.getelementptr inbounds %workspace[256] : (!llvm.ptr) -> !llvm.ptr, i8
 // LOWERED:        llvm.call @relu(%x, %workspace)
