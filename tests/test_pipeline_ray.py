@@ -273,7 +273,12 @@ def test_a_placement_no_node_offers_fails_at_start_naming_the_stage(cluster, cha
         match=r"stage @main_1 .* did not start within 2 s: no node of the cluster offers "
         r".*'node_c': 1.*nodes offer: CPU=2, node_[ab]=2; CPU=2, node_[ab]=2",
     ):
-        RayPipelineExecutor(chain, placement=placement, start_timeout=2)
+        RayPipelineExecutor(
+            chain,
+            placement=placement,
+            start_timeout=2,
+            setup=functools.partial(register_guards, str(tmp_path)),  # main_0 starts
+        )
 
 
 def test_placements_are_checked_before_anything_starts(chain):
@@ -309,9 +314,10 @@ def test_a_shipped_module_is_checked_when_it_loads(chain, tmp_path):
     (tmp_path / "ok").mkdir()
     loaded = load_shipped_module(files, digest, tmp_path / "ok")
     assert loaded.output_specs == module.output_specs
-    payload = next(name for name in files if name not in ("manifest.json", "params.npz"))
+    payload = max((name for name in files if name != "manifest.json"), key=lambda n: len(files[n]))
+    data = bytes(files[payload])  # the object code: never empty
     damaged = dict(files)
-    damaged[payload] = files[payload][:-1] + bytes([files[payload][-1] ^ 1])
+    damaged[payload] = data[:-1] + bytes([data[-1] ^ 1])
     (tmp_path / "damaged").mkdir()
     with pytest.raises(ArtifactError, match=f"{payload} does not match its checksum"):
         load_shipped_module(damaged, digest, tmp_path / "damaged")
