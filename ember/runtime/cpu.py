@@ -71,6 +71,10 @@ OBJECT_FILE = "program.o"
 LAYOUT_FILE = "layout.json"
 CONSTANTS_FILE = "constants.bin"
 
+RELEASE_BYTES = 8 << 20
+"""Builds whose bound params take at least this many bytes release the
+dead IR and free heap pages between stages (:func:`release_free_memory`)."""
+
 LAYOUT_DIGEST_SYMBOL = "__ember_layout_sha256"
 """A constant in the object code: the sha256 (hex) of the frame layout it
 was compiled for, so that a layout.json that does not describe the code is
@@ -262,14 +266,21 @@ class LLVMModule(Module):
         # point at their parents) and the heap pages it held are released
         # between stages: the weights then live only in the packed blob,
         # never in an old stage's attributes too.
+        # A full collection costs ~60 ms with ember loaded: worth it only
+        # when the weights are big enough to matter.
+        release = (
+            release_free_memory
+            if sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
+            else lambda: None
+        )
         graph = compiler.to_graph(ir, params, options)
         del ir
-        release_free_memory()
+        release()
         program = compiler.to_llvm_dialect(
             compiler.to_kernel(graph, options, annotate=True, copy=False), options, copy=False
         )
         del graph
-        release_free_memory()
+        release()
         layout = program.layout
         layout.params = [
             BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
@@ -282,7 +293,7 @@ class LLVMModule(Module):
         program.module.body.block.add_op(_digest_global(layout))
         jit = compile_llvm(program.module, options.target)
         del program
-        release_free_memory()
+        release()
         return cls(signature, params, externs, jit, layout, blob)
 
     # -- run ---------------------------------------------------------------
