@@ -324,13 +324,16 @@ class _StagePlan:
                 values[slot] = output  # taken before the failure: given back too
             self.layout.release(values, range(len(values)))
             return
-        # The lower envelope of the stage's times: a drop is taken at once, a
-        # rise (or a run preempted on a busy machine) only bit by bit.
-        seconds = self.seconds
-        self.seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+        self.record(took)
         for slot, output in zip(self.output_slots, outputs):
             values[slot] = output
         self.layout.release(values, self.released)
+
+    def record(self, took: float) -> None:
+        """Keep the lower envelope of the stage's times: a drop is taken at
+        once, a rise (or a run preempted on a busy machine) only bit by bit."""
+        seconds = self.seconds
+        self.seconds = took if not seconds <= took else seconds + (took - seconds) / 32
 
     def _on_device(self, value: NDArray | None) -> NDArray:
         assert value is not None  # every source runs before its readers
@@ -428,9 +431,7 @@ class _Lane:
                 call()
             except Exception as e:  # noqa: BLE001 - raised at its input's turn
                 raise StageError(plan.stage, index, e) from e
-            took = time.perf_counter() - start
-            seconds = plan.seconds  # as _StagePlan.run keeps it
-            plan.seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+            plan.record(time.perf_counter() - start)
         return [host_copy(output) for output in self.outputs]
 
 
