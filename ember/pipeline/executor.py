@@ -895,11 +895,6 @@ class PipelineExecutor(PipelineInputs):
         return self._workers.unread
 
     @property
-    def peak_in_flight(self) -> int:
-        """The most inputs that were ever in flight at once (never above ``max_in_flight``)."""
-        return self._peak_in_flight
-
-    @property
     def pinned_cores(self) -> list[int | None]:
         """The core each stage's worker is pinned to, None where unpinned."""
         return list(self._workers.cores)

@@ -37,6 +37,7 @@ class PipelineInputs(ABC):
     _input_specs: dict[str, TensorSpec]
     _staged: dict[str, NDArray]
     _max_in_flight: int
+    _peak_in_flight: int
     _reads: Sized
     """Indices of the inputs ``run()`` submitted and ``get_output`` has not read."""
 
@@ -65,6 +66,11 @@ class PipelineInputs(ABC):
     @property
     def num_outputs(self) -> int:
         return len(self._lib.outputs)
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most inputs that were ever in flight at once (never above ``max_in_flight``)."""
+        return self._peak_in_flight
 
     def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """``(shapes, dtypes)`` by global input name."""

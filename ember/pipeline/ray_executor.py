@@ -745,11 +745,6 @@ class RayPipelineExecutor(PipelineInputs):
         return self._cluster.unread
 
     @property
-    def peak_in_flight(self) -> int:
-        """The most inputs that were ever in flight at once (never above ``max_in_flight``)."""
-        return self._peak_in_flight
-
-    @property
     def stage_nodes(self) -> dict[str, str | None]:
         """The Ray node id each stage's current actor runs on (None while it starts)."""
         with self._cluster.cond:
