@@ -65,9 +65,19 @@ def empty_aligned(
         check_allocation(nbytes, f"{what} ({dtype.name}{list(shape)})")
     if nbytes == 0:
         return np.empty(shape, dtype)  # no data, nothing to align (see is_aligned)
+    return _aligned_storage(nbytes, dtype, shape, alignment)[0]
+
+
+def _aligned_storage(
+    nbytes: int, dtype: np.dtype, shape: tuple[int, ...], alignment: int = ALIGNMENT
+) -> tuple[np.ndarray, int]:
+    """``alignment`` spare bytes allocated, sliced at the first aligned
+    offset: the array (keeping the raw buffer alive through ``.base``) and
+    its data address."""
     raw = np.empty(nbytes + alignment, dtype=np.uint8)
-    offset = (-_address(raw)) % alignment
-    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+    address = _address(raw)
+    offset = -address % alignment
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape), address + offset
 
 
 def is_aligned(array: np.ndarray, alignment: int = ALIGNMENT) -> bool:
@@ -317,15 +327,11 @@ def host_copy(values: np.ndarray) -> NDArray:
     """A new host NDArray holding ``values``, for the runtime's own arrays
     (a supported dtype, a size allocated before): the per-input outputs of
     a pipeline, without :func:`array`'s checks and conversions."""
-    nbytes = values.nbytes
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-    address = _address(raw)
-    offset = -address % ALIGNMENT
-    storage = raw[offset : offset + nbytes].view(values.dtype).reshape(values.shape)
+    storage, address = _aligned_storage(values.nbytes, values.dtype, values.shape)
     np.copyto(storage, values)
     result = NDArray.__new__(NDArray)
     result._storage, result._device = storage, _HOST
-    result._data_ptr, result._dtype_name = address + offset, _dtype_name(values.dtype)
+    result._data_ptr, result._dtype_name = address, _dtype_name(values.dtype)
     return result
 
 
