@@ -582,6 +582,23 @@ class _GraphCanonicalization(HasCanonicalizationPatternsTrait):
 _CANON_TRAITS = traits_def(Pure(), _GraphCanonicalization())
 
 
+def _conv_operands(
+    op: str, operand_types: Sequence[Attribute], weight_layout: str
+) -> tuple[TensorType, tuple[int, ...], tuple[int, ...]]:
+    """A convolution's float NCHW data and its rank-4 weight of the same
+    dtype (``weight_layout`` names its axes in errors): the data type and
+    both shapes."""
+    data = _tensor(op, "data", operand_types[0])
+    weight = _tensor(op, "weight", operand_types[1])
+    _check_dtype(op, "data", data, FLOAT_TYPES)
+    _same_dtype(op, [("data", data), ("weight", weight)])
+    return (
+        data,
+        _rank(op, "data", data, 4, "NCHW"),
+        _rank(op, "weight", weight, 4, weight_layout),
+    )
+
+
 @irdl_op_definition
 class Conv2dOp(GraphOp):
     """2-D convolution, data NCHW, weight OIHW (``relay.nn.conv2d``).
@@ -607,12 +624,7 @@ class Conv2dOp(GraphOp):
     @classmethod
     def infer_type(cls, operand_types, attrs):
         op = cls.name
-        data = _tensor(op, "data", operand_types[0])
-        weight = _tensor(op, "weight", operand_types[1])
-        _check_dtype(op, "data", data, FLOAT_TYPES)
-        _same_dtype(op, [("data", data), ("weight", weight)])
-        n, c, h, w = _rank(op, "data", data, 4, "NCHW")
-        o, i, kh, kw = _rank(op, "weight", weight, 4, "OIHW")
+        data, (n, c, h, w), (o, i, kh, kw) = _conv_operands(op, operand_types, "OIHW")
         groups = attrs["groups"]
         if groups <= 0:
             _fail(f"{op}: groups must be positive, got {groups}")
@@ -664,12 +676,7 @@ class Conv2dTransposeOp(GraphOp):
     @classmethod
     def infer_type(cls, operand_types, attrs):
         op = cls.name
-        data = _tensor(op, "data", operand_types[0])
-        weight = _tensor(op, "weight", operand_types[1])
-        _check_dtype(op, "data", data, FLOAT_TYPES)
-        _same_dtype(op, [("data", data), ("weight", weight)])
-        n, c, h, w = _rank(op, "data", data, 4, "NCHW")
-        i, o, kh, kw = _rank(op, "weight", weight, 4, "IOHW")
+        data, (n, c, h, w), (i, o, kh, kw) = _conv_operands(op, operand_types, "IOHW")
         groups = attrs["groups"]
         if groups <= 0 or c % groups:
             _fail(f"{op}: data has {c} channels, not divisible by groups = {groups}")
