@@ -15,8 +15,8 @@ mistake fails at build time, naming the argument, rather than as a shape
 error deep inside a kernel.
 
 The target (a string or an :class:`ember.target.Target`) picks a backend
-(:func:`ember.runtime.module.backend_for`): ``"interp"`` runs the reference
-interpreter; ``"llvm"`` is the CPU code generator (:mod:`ember.runtime.cpu`);
+(:func:`ember.backends.backend_for`): ``"interp"`` runs the reference
+interpreter; ``"llvm"`` is the CPU code generator (:mod:`ember.backends.cpu`);
 ``"cuda"`` is planned and asking for it is an error — never a silent
 fallback to the interpreter.  TVM's options work as there: ``"llvm
 -libs=blas"``, ``"llvm -mcpu=skylake-avx512 -mattr=-avx512bw"``.  Code for a
@@ -134,13 +134,14 @@ def build(
         lib.remarks = tuple(records)
         return lib
     from ember.runtime import cache as build_cache
-    from ember.runtime.module import backend_for, signature_of
+    from ember.backends import backend_for
+    from ember.runtime.module import signature_of
 
     ir = as_module(module, "ember.build", RuntimeFailure)
     compile_options = _compile_options(options)
     parsed = Target.parse(target)
     target_name, libs = parsed.kind, parsed.libs
-    backend = backend_for(target_name)
+    backend = backend_for(parsed)
     signature = signature_of(ir, entry)
     # A backend that compiles the params into its own constants copies them
     # there; only one that keeps them (interp) needs a private copy first.
@@ -170,7 +171,7 @@ def build(
     if libs:
         ir, bound = _offload(ir, entry, bound, libs), {}
         signature = signature_of(ir, entry)
-    lib = backend.compile(ir.clone(), signature, bound, compile_options)
+    lib = backend.build(ir.clone(), signature, bound, compile_options)
     if sites:
         lib.extern_sites = sites
     if key is not None:

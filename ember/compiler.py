@@ -148,7 +148,7 @@ def to_llvm_dialect(
 
 def to_llvm_ir(program: LoweredProgram, target: Target = Target()) -> str:
     """Stage ``llvm-ir``: optimised LLVM IR text for ``target``'s CPU."""
-    from ember.runtime.jit import optimize, translate
+    from ember.backends.cpu import optimize, translate
 
     return optimize(translate(program.module, target), target)
 

@@ -33,13 +33,19 @@ from typing import TYPE_CHECKING
 from ember.errors import TargetError
 
 if TYPE_CHECKING:
+    from llvmlite import ir
     from llvmlite.binding import TargetMachine
 
 __all__ = [
+    "OPT_LEVEL",
     "Target",
     "host_cpu_name",
     "host_features",
+    "with_string_attributes",
 ]
+
+OPT_LEVEL = 3
+"""LLVM's optimisation level for every target machine ember makes."""
 
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "-mcpu": ("llvm",),
@@ -170,8 +176,6 @@ class Target:
         the target machine it is created with.
         """
         llvm = _llvm()
-        from ember.runtime.jit import OPT_LEVEL
-
         return llvm.Target.from_default_triple().create_target_machine(
             cpu=self.cpu,
             features=self.feature_string,
@@ -306,8 +310,6 @@ def _llvm_features_of(cpu: str, feature_string: str) -> frozenset[str]:
     """
     from llvmlite import ir
 
-    from ember.runtime.jit import OPT_LEVEL, with_string_attributes
-
     llvm = _llvm()
     candidates = sorted(_host_feature_map())
     module = ir.Module(name="ember_feature_probe")
@@ -344,3 +346,35 @@ def _llvm_features_of(cpu: str, feature_string: str) -> frozenset[str]:
             for instruction in block.instructions
         )
     )
+
+
+@cache
+def _attributes_with_strings() -> type:
+    """llvmlite's function attribute set, plus ``strings``: LLVM string
+    attributes, which llvmlite's set refuses (it knows only enum ones)."""
+    from llvmlite.ir.values import FunctionAttributes
+
+    class AttributesWithStrings(FunctionAttributes):
+        strings: dict[str, str | None]
+
+        def __bool__(self) -> bool:
+            return True  # printed even when only string attributes are set
+
+        def _to_list(self, ret_type: ir.Type) -> list[str]:
+            pairs = self.strings.items()
+            return [
+                *super()._to_list(ret_type),
+                *(f'"{k}"' + ("" if v is None else f'="{v}"') for k, v in pairs),
+            ]
+
+    return AttributesWithStrings
+
+
+def with_string_attributes(function: ir.Function, attributes: dict[str, str | None]) -> None:
+    """Give an llvmlite function LLVM string attributes (``"key"="value"``,
+    or ``"key"`` for None)."""
+    known = function.attributes
+    replacement = _attributes_with_strings()(known)
+    replacement.alignstack, replacement.personality = known.alignstack, known.personality
+    replacement.strings = {**getattr(known, "strings", {}), **attributes}
+    function.attributes = replacement

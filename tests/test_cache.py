@@ -16,7 +16,8 @@ import pytest
 import ember
 from ember.compiler import CompileOptions
 from ember.errors import EmberError
-from ember.runtime import cache, jit
+from ember.backends import cpu as cpu_backend
+from ember.runtime import cache
 
 TEXT = """
 func.func @main(%x: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -41,15 +42,15 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def compiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts LLVM compilations (the llvm backend imports compile_llvm per build)."""
+    """Counts LLVM code generations (the llvm backend's emit_object)."""
     calls: list[int] = []
-    original = jit.compile_llvm
+    original = cpu_backend.emit_object
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jit, "compile_llvm", counting)
+    monkeypatch.setattr(cpu_backend, "emit_object", counting)
     return calls
 
 

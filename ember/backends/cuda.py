@@ -36,8 +36,9 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from xdsl.dialects import arith, memref
 from xdsl.dialects import math as xmath
@@ -55,10 +56,12 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from ember.backends import Backend
 from ember.dialects.kernel import BlockOp, ForOp, InitOp, check_kernel_signature, kernel_functions
 from ember.errors import EmberError, PassError
 
 __all__ = [
+    "CudaBackend",
     "CudaError",
     "CudaKernel",
     "CudaSource",
@@ -662,3 +665,35 @@ def kernels_to_cuda(module: ModuleOp, bind: bool = True) -> CudaSource:
         raise
     except PassError as error:
         raise CudaError(str(error)) from None
+
+
+class CudaBackend(Backend):
+    """``cuda`` targets, compile half (:mod:`ember.backends`): a graph
+    program's kernels as CUDA C (:class:`CudaSource`, the artifact's code).
+    There is no CUDA runtime yet, so :meth:`load` raises and
+    ``ember.build(target="cuda")`` says so before any work."""
+
+    kind: ClassVar[str] = "cuda"
+
+    def compile(
+        self,
+        module: ModuleOp,
+        signature: Any,
+        params: Mapping[str, Any],
+        options: Any = None,
+    ) -> Any:
+        from dataclasses import replace
+
+        from ember import compiler
+        from ember.runtime.module import Artifact, extern_function_names
+        from ember.target import Target
+
+        # Kernels are shaped as ember-translate --emit=cuda shapes them
+        # (tiles for this CPU's vector width) until GPU schedules exist.
+        options = replace(options or compiler.CompileOptions(), entry=signature.name)
+        kernel_options = replace(options, target=Target())
+        graph = compiler.to_graph(module, params, kernel_options)
+        source = kernels_to_cuda(compiler.to_kernel(graph, kernel_options, copy=False))
+        return Artifact(
+            self.kind, signature, tuple(params), extern_function_names(module), source
+        )

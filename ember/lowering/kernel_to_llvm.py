@@ -129,6 +129,11 @@ from ember.dialects.kernel import (
     check_kernel_signature,
     kernel_functions,
 )
+from ember.abi import (  # the calling convention; names kept here for old imports
+    BOUNDS_ERROR_SYMBOL,
+    NUM_THREADS_SYMBOL,
+    OPENMP_ENTRY_POINTS,
+)
 from ember.errors import PassError
 from ember.ir import describe_op
 
@@ -136,21 +141,6 @@ MIN_PARALLEL_WORK = 1 << 16
 """Ops (:func:`loop_work`) below which ``ember.build`` keeps a parallel loop
 serial: ~10-30 µs of work on one core, where a libgomp team's fork and join
 costs 1.5-8 µs on a busy 2-core machine (see :mod:`ember.runtime.threads`)."""
-
-NUM_THREADS_SYMBOL = "ember_num_threads"
-"""External ``i32`` global that parallel loops read their thread count from."""
-
-OPENMP_ENTRY_POINTS: dict[str, llvm.LLVMFunctionType] = {
-    # void GOMP_parallel(void (*fn)(void *), void *data, unsigned num_threads, unsigned flags)
-    "GOMP_parallel": llvm.LLVMFunctionType([llvm.LLVMPointerType()] * 2 + [i32, i32]),
-    "omp_get_thread_num": llvm.LLVMFunctionType([], i32),
-    "omp_get_num_threads": llvm.LLVMFunctionType([], i32),
-}
-"""The libgomp functions parallel loops call (the GNU OpenMP ABI that gcc emits)."""
-
-BOUNDS_ERROR_SYMBOL = "ember_bounds_error"
-"""``void ember_bounds_error(const char *site, i64 index, i64 size)``: what a
-``bounds_check`` build calls when an index fails its test."""
 
 BOUNDS_ERROR_TYPE = llvm.LLVMFunctionType([llvm.LLVMPointerType(), i64, i64])
 

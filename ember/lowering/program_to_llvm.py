@@ -34,14 +34,12 @@ run costs what it did; both call the same kernels.  Each call is described
 in :attr:`ProgramLayout.kernels` (kernel, graph ops, shape, FLOPs).
 
 The plan (:class:`ProgramLayout`) is plain data that serialises to JSON, so
-an exported artifact can rebuild the frame without the IR.
+an exported artifact can rebuild the frame without the IR.  The frame, the
+entry names and the runtime's symbols are the calling convention of
+:mod:`ember.abi`, which the runtime reads too.
 """
 
 from __future__ import annotations
-
-from dataclasses import asdict, dataclass, field
-from math import prod
-from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, llvm
@@ -63,138 +61,28 @@ from ember.dialects.graph import (
     argument_name,
     numpy_dtype,
 )
+from ember.abi import (  # the calling convention; names kept here for old imports
+    EXTERN_SYMBOL,
+    TIMESPEC_BYTES,
+    BufferSpec,
+    ExternSite,
+    KernelSite,
+    ProgramLayout,
+    entry_symbol,
+    profile_symbol,
+)
 from ember.errors import PassError
 from ember.passes.plan_memory import DIRECT, check_program, checked_plan, direct_outputs
 
 PTR = llvm.LLVMPointerType()
-EXTERN_SYMBOL = "ember_call_extern"
-"""The runtime-provided function ``void (ptr context, i64 site, ptr buffers)``."""
-
 
 CLOCK_SYMBOL = "clock_gettime"
 """libc's ``int clock_gettime(clockid_t, struct timespec *)``."""
 CLOCK_MONOTONIC = 1  # Linux's clockid_t
-TIMESPEC_BYTES = 16  # struct timespec: i64 seconds, i64 nanoseconds
 OPS_ATTR = "ember.ops"
 FLOPS_ATTR = "ember.flops"
 """Attributes ``lower-graph-to-kernel{annotate=true}`` puts on each
 ``graph.call_kernel``: the graph ops the kernel computes, their FLOPs."""
-
-
-def entry_symbol(function: str) -> str:
-    """The native symbol of a lowered graph function."""
-    return f"__ember_entry_{function}"
-
-
-def profile_symbol(function: str) -> str:
-    """The native symbol of the timed copy of a lowered graph function."""
-    return f"__ember_profile_{function}"
-
-
-@dataclass(frozen=True)
-class BufferSpec:
-    """Shape and dtype of one tensor crossing the frame."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-
-    @property
-    def nbytes(self) -> int:
-        return prod(self.shape) * np.dtype(self.dtype).itemsize
-
-
-@dataclass(frozen=True)
-class ExternSite:
-    """One ``graph.call_extern``: which function, with which buffers."""
-
-    function: str
-    inputs: tuple[BufferSpec, ...]
-    outputs: tuple[BufferSpec, ...]
-
-
-@dataclass(frozen=True)
-class KernelSite:
-    """One native call of the program (a kernel or a registered function),
-    as the profiler reports it."""
-
-    name: str
-    """The kernel's symbol (``fused_conv2d_add_relu_1``) or the function's name."""
-    ops: tuple[str, ...]
-    """The graph ops it computes, in order (``graph.conv2d``, ``graph.add``…)."""
-    shape: tuple[int, ...]
-    """The shape of its first result."""
-    flops: int
-    """Estimated FLOPs (:mod:`ember.passes.cost`), 0 where unknown."""
-
-
-@dataclass
-class ProgramLayout:
-    """Everything the runtime needs to build the frame and call the entry."""
-
-    function: str
-    symbol: str
-    inputs: list[BufferSpec] = field(default_factory=list)
-    outputs: list[BufferSpec] = field(default_factory=list)
-    constants: list[BufferSpec] = field(default_factory=list)
-    workspace_bytes: int = 0
-    externs: list[ExternSite] = field(default_factory=list)
-    kernels: list[KernelSite] = field(default_factory=list)
-    """Every call of the entry in order; the profile entry's clock ``i`` is
-    read just before call ``i``, clock ``len(kernels)`` after the last."""
-    peak_bytes: int = 0
-    """The most intermediate bytes live at once (the plan's lower bound)."""
-    naive_bytes: int = 0
-    """One buffer per intermediate tensor: what the plan saves against."""
-    params: list[BufferSpec] = field(default_factory=list)
-    """Entry arguments bound at build time, now inside the constants: kept
-    so that a loader can check a manifest's signature against the code."""
-
-    @property
-    def profile_symbol(self) -> str:
-        return profile_symbol(self.function)
-
-    @property
-    def workspace_slot(self) -> int:
-        return len(self.inputs) + len(self.outputs) + len(self.constants)
-
-    @property
-    def context_slot(self) -> int:
-        return self.workspace_slot + 1
-
-    @property
-    def frame_size(self) -> int:
-        return self.context_slot + 1
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ProgramLayout:
-        def specs(items: list[dict[str, Any]]) -> list[BufferSpec]:
-            return [BufferSpec(d["name"], tuple(d["shape"]), d["dtype"]) for d in items]
-
-        return cls(
-            function=data["function"],
-            symbol=data["symbol"],
-            inputs=specs(data["inputs"]),
-            outputs=specs(data["outputs"]),
-            constants=specs(data["constants"]),
-            workspace_bytes=int(data["workspace_bytes"]),
-            peak_bytes=int(data["peak_bytes"]),
-            naive_bytes=int(data["naive_bytes"]),
-            params=specs(data["params"]),
-            externs=[
-                ExternSite(
-                    e["function"], tuple(specs(e["inputs"])), tuple(specs(e["outputs"]))
-                )
-                for e in data["externs"]
-            ],
-            kernels=[
-                KernelSite(k["name"], tuple(k["ops"]), tuple(k["shape"]), int(k["flops"]))
-                for k in data["kernels"]
-            ],
-        )
 
 
 def _spec(name: str, value: SSAValue) -> BufferSpec:

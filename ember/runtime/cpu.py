@@ -1,8 +1,11 @@
 """The ``llvm`` backend: a graph compiled to one native entry point on the CPU.
 
 ``ember.build(module, target="llvm", params=…)`` lands here.  Compilation is
-the driver in :mod:`ember.compiler` (params bound as constants, graph passes,
-kernels, LLVM at O3 for this CPU, MCJIT).  Running is one native call:
+the backend's (:mod:`ember.backends.cpu`: params bound as constants, graph
+passes, kernels, LLVM at O3 for this CPU), which hands over a
+:class:`NativeCode` — object file, frame layout, packed constants — that
+:meth:`LLVMModule.load` links with MCJIT.  Nothing here compiles.  Running
+is one native call (the calling convention of :mod:`ember.abi`):
 
     entry(frame)   frame = [inputs…, outputs…, constants…, workspace, context]
 
@@ -36,22 +39,27 @@ running it here raises :class:`RuntimeFailure` naming the missing features.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import itertools
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import llvm as llvm_dialect
-from xdsl.dialects.builtin import ModuleOp, StringAttr, i8
-from xdsl.ir import Operation
 
+from ember.abi import (
+    EXTERN_PROTOTYPE,
+    EXTERN_SYMBOL,
+    LAYOUT_DIGEST_SYMBOL,
+    BufferSpec,
+    ProgramLayout,
+    constant_offsets,
+    layout_digest,
+)
 from ember.errors import ArtifactError, EmberError
-from ember.lowering.program_to_llvm import EXTERN_SYMBOL, BufferSpec, ProgramLayout
 from ember.runtime import elf
-from ember.runtime.jit import bounds_error_pending, raise_bounds_error
+from ember.runtime.jit import bounds_error_pending, load_native, raise_bounds_error
 from ember.runtime.artifact import (
     DTYPE,
     NAME,
@@ -59,7 +67,7 @@ from ember.runtime.artifact import (
     STRING,
     check_schema,
 )
-from ember.runtime.module import FunctionSignature, Module
+from ember.runtime.module import Artifact, FunctionSignature, Module
 from ember.runtime.ndarray import ALIGNMENT, NDArray, as_ndarray, empty_aligned, is_aligned
 from ember.runtime.registry import call_dps_packed_into
 from ember.target import Target, host_cpu_name, host_features
@@ -70,15 +78,6 @@ if TYPE_CHECKING:
 OBJECT_FILE = "program.o"
 LAYOUT_FILE = "layout.json"
 CONSTANTS_FILE = "constants.bin"
-
-RELEASE_BYTES = 8 << 20
-"""Builds whose bound params take at least this many bytes release the
-dead IR and free heap pages between stages (:func:`release_free_memory`)."""
-
-LAYOUT_DIGEST_SYMBOL = "__ember_layout_sha256"
-"""A constant in the object code: the sha256 (hex) of the frame layout it
-was compiled for, so that a layout.json that does not describe the code is
-refused at load (see :func:`layout_digest`)."""
 
 _BUFFER = {"name": STRING, "shape": [NATURAL], "dtype": DTYPE}
 LAYOUT_SCHEMA = {
@@ -97,29 +96,27 @@ LAYOUT_SCHEMA = {
 METADATA_SCHEMA = {"target": STRING, "cpu": STRING, "features": [STRING]}
 
 
-def layout_digest(layout_json: Mapping[str, Any]) -> str:
-    """sha256 of the canonical text (sorted keys, compact) of a layout's JSON."""
-    text = json.dumps(layout_json, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+@dataclass
+class NativeCode:
+    """The ``llvm`` backend's compiled program (an artifact's code): what
+    :mod:`ember.backends.cpu` produces and :meth:`LLVMModule.load` links."""
 
+    object: bytes
+    """The optimised object file (``program.o``)."""
+    llvm_ir: str
+    """The optimised LLVM IR it was generated from (for inspection)."""
+    target: Target
+    """The target the code was compiled for."""
+    layout: ProgramLayout
+    """The frame plan of the entry (:mod:`ember.abi`)."""
+    constants: np.ndarray
+    """The constants in one aligned blob (:func:`pack_constants`)."""
 
-def _digest_global(layout: ProgramLayout) -> Operation:
-    digest = layout_digest(json.loads(json.dumps(layout.to_json())))
-    return llvm_dialect.GlobalOp(
-        llvm_dialect.LLVMArrayType(len(digest), i8),
-        LAYOUT_DIGEST_SYMBOL,
-        "weak_odr",  # a definition that O3 keeps ("external" would declare it)
-        constant=True,
-        value=StringAttr(digest),
-    )
 
 # --------------------------------------------------------------------------
 # graph.call_extern: one process-wide callback, contexts by id
 # --------------------------------------------------------------------------
 
-_EXTERN_PROTOTYPE = ctypes.CFUNCTYPE(
-    None, ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)
-)
 _CONTEXTS: dict[int, Sequence[Any]] = {}
 _CONTEXT_IDS = itertools.count(1)
 _CALLBACK_LOCK = threading.Lock()
@@ -156,7 +153,7 @@ def _install_callback() -> None:
             except BaseException as e:  # noqa: BLE001 - re-raised by LLVMModule.run
                 _PENDING.error = e
 
-        _callback = _EXTERN_PROTOTYPE(callback)
+        _callback = EXTERN_PROTOTYPE(callback)
         llvm.add_symbol(EXTERN_SYMBOL, ctypes.cast(_callback, ctypes.c_void_p).value)
 
 
@@ -241,60 +238,38 @@ class LLVMModule(Module):
             naive_activation_bytes=layout.naive_bytes,
         )
 
-    # -- compile -----------------------------------------------------------
+    # -- load --------------------------------------------------------------
+
+    @classmethod
+    def load(cls, artifact: Artifact) -> LLVMModule:
+        """Link the object code of ``artifact`` (:class:`NativeCode`) into
+        this process; code for a CPU this one is not runs nowhere here, and
+        calling it raises the reason."""
+        code = artifact.code
+        if code.layout.externs:
+            _install_callback()
+        jit = load_native(code.object, code.llvm_ir, code.target)
+        return cls(
+            artifact.signature,
+            artifact.params,
+            artifact.extern_funcs,
+            jit,
+            code.layout,
+            code.constants,
+        )
 
     @classmethod
     def compile(
         cls,
-        ir: ModuleOp,
+        ir: Any,
         signature: FunctionSignature,
         params: Mapping[str, np.ndarray],
         options: Any = None,
     ) -> LLVMModule:
-        """Compile ``ir``; ``options`` (:class:`ember.compiler.CompileOptions`)
-        changes the graph pipeline, e.g. to measure fusion on and off."""
-        from dataclasses import replace
+        """Compat alias of ``CpuBackend().build`` (:mod:`ember.backends.cpu`)."""
+        from ember.backends.cpu import CpuBackend
 
-        from ember import compiler
-        from ember.runtime.jit import compile_llvm
-        from ember.runtime.memory import release_free_memory
-        from ember.runtime.module import extern_function_names
-
-        options = replace(options or compiler.CompileOptions(), entry=signature.name)
-        externs = extern_function_names(ir)
-        # Each stage lowers the last in place, and the dead IR (cycles: ops
-        # point at their parents) and the heap pages it held are released
-        # between stages: the weights then live only in the packed blob,
-        # never in an old stage's attributes too.
-        # A full collection costs ~60 ms with ember loaded: worth it only
-        # when the weights are big enough to matter.
-        release = (
-            release_free_memory
-            if sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
-            else lambda: None
-        )
-        graph = compiler.to_graph(ir, params, options)
-        del ir
-        release()
-        program = compiler.to_llvm_dialect(
-            compiler.to_kernel(graph, options, annotate=True, copy=False), options, copy=False
-        )
-        del graph
-        release()
-        layout = program.layout
-        layout.params = [
-            BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
-            for spec in signature.inputs
-            if spec.name in params
-        ]
-        blob = pack_constants(layout, program.constants)  # empties the list
-        if layout.externs:
-            _install_callback()
-        program.module.body.block.add_op(_digest_global(layout))
-        jit = compile_llvm(program.module, options.target)
-        del program
-        release()
-        return cls(signature, params, externs, jit, layout, blob)
+        return CpuBackend().build(ir, signature, params, options)  # type: ignore[return-value]
 
     # -- run ---------------------------------------------------------------
 
@@ -546,16 +521,6 @@ def _check_signature(
         )
 
 
-def constant_offsets(specs: Sequence[BufferSpec]) -> tuple[list[int], int]:
-    """Where each constant starts in the blob (in slot order, each at a
-    multiple of 64 bytes, as kernels expect), and the blob's size."""
-    offsets, end = [], 0
-    for spec in specs:
-        offsets.append(end)
-        end += -(-spec.nbytes // ALIGNMENT) * ALIGNMENT
-    return offsets, end
-
-
 def pack_constants(layout: ProgramLayout, arrays: list[np.ndarray]) -> np.ndarray:
     """The constants in one aligned blob (``constants.bin``'s content).
 
@@ -617,3 +582,12 @@ def _check_symbols_resolve(obj: elf.ObjectFile) -> None:
             f"{OBJECT_FILE} needs {', '.join(missing[:8])}, which this process does not "
             "provide"
         )
+
+
+def __getattr__(name: str) -> Any:
+    # A compat alias: the build setting moved to the backend with the build.
+    if name == "RELEASE_BYTES":
+        from ember.backends import cpu
+
+        return cpu.RELEASE_BYTES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

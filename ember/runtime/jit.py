@@ -1,35 +1,35 @@
-"""llvm-dialect module → native code in this process (llvmlite, O3, MCJIT).
+"""Native code in this process: object files linked by MCJIT, called by ctypes.
 
-``compile_llvm(module)`` takes a module of ``llvm.func`` / ``llvm.global`` ops
-(what ``lower-kernel-to-llvm`` produces), translates it with xDSL's
-``convert_module``, optimises it with LLVM's new pass manager at O3 with loop
-and SLP vectorisation for a :class:`~ember.target.Target`'s CPU (by default
-this one: its name and features, so AVX2/AVX-512 and FMA are used where
-present), and loads it with MCJIT.  An ``llvm.func``'s ``passthrough``
-attributes become LLVM function attributes (``"prefer-vector-width"="512"``:
-the vector width a target asks for, :func:`with_string_attributes`).  This is the CPU
-half of TVM's ``tvm.build(..., target="llvm")`` / Triton's driver stages
-``llir → asm → bin``, each stage kept as text or bytes on the result:
+The runtime half of the CPU backend.  :mod:`ember.backends.cpu` compiles a
+module of ``llvm.func`` / ``llvm.global`` ops to an optimised object file
+(``compile_llvm``, ``emit_object``); here that object is linked into this
+process (:func:`load_object`, :func:`load_native`) and kept as a
+:class:`JitModule`, with its stages as text or bytes for inspection:
 
-* ``JitModule.llvm_ir`` — optimised LLVM IR text;
-* ``JitModule.assembly()`` — the target's assembly;
-* ``JitModule.emit_object()`` — an ELF object, which ``load_object`` maps
+* ``JitModule.llvm_ir`` — the optimised LLVM IR text the object came from;
+* ``JitModule.assembly()`` — the target's assembly of that IR;
+* ``JitModule.emit_object()`` — the ELF object, which ``load_object`` maps
   back into a new engine without recompiling (the export path).
 
-Kernels are ``void f(ptr, ptr, …)``; ``JitModule.function(name, nargs)``
-returns a ctypes callable and ``JitModule.run(name, *arrays)`` calls it on
-numpy arrays.  The ``JitModule`` holds the execution engine: the code lives
-only as long as that object, so callers keep it referenced while calling.
-Code for a CPU with features this one lacks (cross-compiling) gets no
-engine: its IR, assembly and object are there, calling it is an error.
+Kernels are ``void f(ptr, ptr, …)`` (:mod:`ember.abi`);
+``JitModule.function(name, nargs)`` returns a ctypes callable and
+``JitModule.run(name, *arrays)`` calls it on numpy arrays.  The
+``JitModule`` holds the execution engine: the code lives only as long as
+that object, so callers keep it referenced while calling.  Code for a CPU
+with features this one lacks (cross-compiling) gets no engine: its IR,
+assembly and object are there, calling it is an error.
 
 Code built with ``bounds_check`` calls ``ember_bounds_error`` on an index out
-of bounds (:mod:`ember.lowering.kernel_to_llvm`).  An exception cannot cross
+of bounds (:data:`ember.abi.BOUNDS_ERROR_SYMBOL`).  An exception cannot cross
 native frames, so that function, defined here for every engine, records the
 first failure and the kernel returns; whoever made the native call raises it
 with :func:`raise_bounds_error` (``JitModule.run`` and the ``llvm`` backend's
 ``run`` do).  The record is process-wide: two threads running checked code
 that fails at the same moment may each see the other's error.
+
+``compile_llvm``, ``compile_kernels``, ``translate`` and ``optimize`` moved
+to :mod:`ember.backends.cpu`; the names still resolve here (a compat alias,
+the runtime's one named exception to importing no compiler).
 """
 
 from __future__ import annotations
@@ -42,17 +42,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects import llvm as llvm_dialect
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
+from ember.abi import BOUNDS_ERROR_SYMBOL, BOUNDS_REPORTER_PROTOTYPE
 from ember.errors import RuntimeFailure
-from ember.target import Target
+from ember.target import OPT_LEVEL, Target, with_string_attributes
 
 if TYPE_CHECKING:
-    from llvmlite import ir
     from llvmlite.binding import ExecutionEngine, TargetMachine
-
-OPT_LEVEL = 3
 
 
 @cache
@@ -80,38 +76,6 @@ def _shared_target_machine(target: Target = HOST) -> TargetMachine:
     """The target machine for optimising and emitting code; never given to an engine."""
     _llvm()
     return target.target_machine()
-
-
-@cache
-def _attributes_with_strings() -> type:
-    """llvmlite's function attribute set, plus ``strings``: LLVM string
-    attributes, which llvmlite's set refuses (it knows only enum ones)."""
-    from llvmlite.ir.values import FunctionAttributes
-
-    class AttributesWithStrings(FunctionAttributes):
-        strings: dict[str, str | None]
-
-        def __bool__(self) -> bool:
-            return True  # printed even when only string attributes are set
-
-        def _to_list(self, ret_type: ir.Type) -> list[str]:
-            pairs = self.strings.items()
-            return [
-                *super()._to_list(ret_type),
-                *(f'"{k}"' + ("" if v is None else f'="{v}"') for k, v in pairs),
-            ]
-
-    return AttributesWithStrings
-
-
-def with_string_attributes(function: ir.Function, attributes: dict[str, str | None]) -> None:
-    """Give an llvmlite function LLVM string attributes (``"key"="value"``,
-    or ``"key"`` for None)."""
-    known = function.attributes
-    replacement = _attributes_with_strings()(known)
-    replacement.alignstack, replacement.personality = known.alignstack, known.personality
-    replacement.strings = {**getattr(known, "strings", {}), **attributes}
-    function.attributes = replacement
 
 
 @dataclass
@@ -177,67 +141,6 @@ class JitModule:
         return self._object
 
 
-def _check_llvm_only(module: ModuleOp) -> None:
-    for op in module.ops:
-        if not isinstance(op, llvm_dialect.FuncOp | llvm_dialect.GlobalOp):
-            raise RuntimeFailure(
-                f"cannot compile {op.name} to native code: the module must hold only "
-                "llvm.func and llvm.global ops (run lower-kernel-to-llvm first)"
-            )
-
-
-def translate(module: ModuleOp, target: Target = HOST) -> str:
-    """llvm-dialect module → LLVM IR text (xDSL's translator), unoptimised.
-
-    xDSL's translator drops ``passthrough``; it is added here."""
-    from xdsl.backend.llvm.convert import convert_module
-
-    machine = _shared_target_machine(target)
-    ir_module = convert_module(
-        module,
-        fallback_target_triple=machine.triple,
-        data_layout=str(machine.target_data),
-    )
-    for op in module.ops:
-        if isinstance(op, llvm_dialect.FuncOp) and op.passthrough is not None:
-            with_string_attributes(
-                ir_module.get_global(op.sym_name.data), _passthrough(op.passthrough)
-            )
-    return str(ir_module)
-
-
-def _passthrough(attribute: ArrayAttr) -> dict[str, str | None]:
-    """MLIR's ``passthrough = ["key", ["key", "value"]]`` as a dict."""
-    pairs: dict[str, str | None] = {}
-    for item in attribute.data:
-        if isinstance(item, StringAttr):
-            pairs[item.data] = None
-        elif isinstance(item, ArrayAttr) and len(item.data) == 2 and all(
-            isinstance(part, StringAttr) for part in item.data
-        ):
-            pairs[item.data[0].data] = item.data[1].data  # type: ignore[attr-defined]
-        else:
-            raise RuntimeFailure(
-                f"passthrough entry {item} must be \"key\" or [\"key\", \"value\"]"
-            )
-    return pairs
-
-
-def optimize(llvm_ir: str, target: Target = HOST) -> str:
-    """LLVM IR text → O3-optimised IR text for ``target``'s CPU."""
-    llvm = _llvm()
-    parsed = llvm.parse_assembly(llvm_ir)
-    parsed.verify()
-    tuning = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    tuning.loop_unrolling = True
-    tuning.loop_interleaving = True
-    builder = llvm.create_pass_builder(_shared_target_machine(target), tuning)
-    builder.getModulePassManager().run(parsed, builder)
-    return str(parsed)
-
-
 def _resolve_runtime_symbols() -> None:
     """Make the OpenMP entry points, ``ember_num_threads`` and
     ``ember_bounds_error`` resolvable.
@@ -251,9 +154,6 @@ def _resolve_runtime_symbols() -> None:
     _define_bounds_reporter()
 
 
-_BOUNDS_REPORTER_TYPE = ctypes.CFUNCTYPE(
-    None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64
-)
 _bounds_lock = threading.Lock()
 _bounds_failures: list[str] = []
 
@@ -268,13 +168,11 @@ def _report_out_of_bounds(site: bytes, index: int, size: int) -> None:
             )
 
 
-_bounds_reporter = _BOUNDS_REPORTER_TYPE(_report_out_of_bounds)
+_bounds_reporter = BOUNDS_REPORTER_PROTOTYPE(_report_out_of_bounds)
 
 
 @cache
 def _define_bounds_reporter() -> None:
-    from ember.lowering.kernel_to_llvm import BOUNDS_ERROR_SYMBOL
-
     address = ctypes.cast(_bounds_reporter, ctypes.c_void_p).value
     _llvm().add_symbol(BOUNDS_ERROR_SYMBOL, address)
 
@@ -314,22 +212,13 @@ def cannot_run_message(target: Target, what: str) -> str:
     )
 
 
-def compile_llvm(module: ModuleOp, target: Target = HOST) -> JitModule:
-    """Compile a module of llvm-dialect ops to native code for ``target``.
-
-    Code generation emits an object file, which the engine links as on
-    load (:func:`load_object`) when this CPU can run it: the engine then
-    holds the machine code alone, not the LLVM module it came from, and an
-    export reuses the object without generating code again."""
-    _check_llvm_only(module)
-    try:
-        llvm_ir = optimize(translate(module, target), target)
-        obj = _shared_target_machine(target).emit_object(_llvm().parse_assembly(llvm_ir))
-    except (RuntimeError, NotImplementedError) as e:
-        raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
+def load_native(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitModule:
+    """Object code from :mod:`ember.backends.cpu` as a :class:`JitModule`:
+    linked now where this CPU can run it; for another CPU (cross-compiling)
+    only its IR and object are kept, and calling it raises the reason."""
     if target.missing_on_host():
-        return JitModule(None, llvm_ir, target, _object=obj)
-    return load_object(obj, llvm_ir, target)
+        return JitModule(None, llvm_ir, target, _object=data)
+    return load_object(data, llvm_ir, target)
 
 
 def load_object(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitModule:
@@ -349,33 +238,28 @@ def load_object(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitMod
     return JitModule(engine, llvm_ir, target, _object=data)
 
 
-def compile_kernels(
-    module: ModuleOp, *, bounds_check: bool = False, target: Target = HOST
-) -> JitModule:
-    """Lower the kernels of ``module`` (a copy) to LLVM and compile them for
-    ``target``, with its vector width; ``bounds_check`` tests the accesses
-    not proven in bounds at run time."""
-    from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
+_MOVED_TO_BACKEND = ("compile_kernels", "compile_llvm", "optimize", "translate")
+"""Compiler functions that lived here before :mod:`ember.backends.cpu`."""
 
-    lowered = module.clone()
-    lower_kernels_to_llvm(lowered, bounds_check=bounds_check)
-    for op in list(lowered.ops):
-        if not isinstance(op, llvm_dialect.FuncOp | llvm_dialect.GlobalOp):
-            lowered.body.block.erase_op(op)  # non-kernel functions are not compiled here
-    set_vector_width(lowered, target.vector_bits)
-    return compile_llvm(lowered, target)
+
+def __getattr__(name: str) -> object:
+    # Compat aliases: the runtime does not import the compiler, except to
+    # keep old imports of these names working.
+    if name in _MOVED_TO_BACKEND:
+        from ember.backends import cpu
+
+        return getattr(cpu, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "JitModule",
+    "OPT_LEVEL",
     "assembly",
     "cannot_run_message",
-    "compile_kernels",
-    "compile_llvm",
     "host_target_machine",
+    "load_native",
     "load_object",
-    "optimize",
     "raise_bounds_error",
-    "translate",
     "with_string_attributes",
 ]

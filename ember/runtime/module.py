@@ -142,6 +142,24 @@ class FunctionSignature:
         return cls(name, inputs, outputs)
 
 
+@dataclass
+class Artifact:
+    """A compiled program in memory: what a backend's ``compile`` returns
+    and its runtime class's :meth:`Module.load` runs (:mod:`ember.backends`).
+
+    ``code`` is the backend's own: :class:`ember.runtime.cpu.NativeCode`
+    (object file, frame layout, constants) for ``llvm``, the graph IR for
+    ``interp``.  ``params`` are arrays by name where the module reads them
+    at run time (:attr:`Module.keeps_params`), their names otherwise.
+    """
+
+    target: str
+    signature: FunctionSignature
+    params: Mapping[str, np.ndarray] | Sequence[str]
+    extern_funcs: tuple[str, ...]
+    code: Any
+
+
 def find_function(ir: ModuleOp, entry: str) -> FuncOp:
     """Function ``@entry`` of ``ir``; an unknown name lists the functions."""
     from xdsl.dialects.func import FuncOp
@@ -336,6 +354,15 @@ class Module(ABC):
         """Compile ``ir`` (already verified, owned by the callee) into a module,
         with ``options`` (``ember.build``'s, checked) where they apply."""
 
+    @classmethod
+    def load(cls, artifact: Artifact) -> Module:
+        """The module that runs ``artifact`` (what a backend compiled for
+        this class): nothing is compiled here."""
+        raise RuntimeFailure(
+            f"target {cls.target!r} has no loader for compiled artifacts; build it with "
+            "ember.build"
+        )
+
     @abstractmethod
     def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
         """Run once: read ``inputs`` (the free inputs, in :attr:`input_specs`
@@ -501,6 +528,11 @@ class InterpModule(Module):
     ) -> InterpModule:
         # No option applies: the interpreter checks every index anyway.
         return cls(ir, signature, params, extern_function_names(ir))
+
+    @classmethod
+    def load(cls, artifact: Artifact) -> InterpModule:
+        """``artifact.code`` is the graph IR the interpreter runs."""
+        return cls(artifact.code, artifact.signature, artifact.params, artifact.extern_funcs)
 
     def run(self, inputs: Sequence[NDArray], outputs: Sequence[NDArray]) -> None:
         from ember.interp import interpret_function

@@ -24,11 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from ember.abi import ALIGNMENT  # every NDArray's data: a cache line, ≥ any AVX-512 vector
 from ember.errors import RuntimeFailure
 from ember.runtime.device import Device, cpu, from_dlpack_device
-
-ALIGNMENT = 64
-"""Byte alignment of every NDArray's data (a cache line; ≥ any AVX-512 vector)."""
 
 _SUPPORTED_DTYPES = (
     "float32",

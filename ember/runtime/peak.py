@@ -73,10 +73,10 @@ def peak() -> Peak:
 def _machine_key() -> str:
     import llvmlite.binding as llvm
 
-    from ember.lowering.graph_to_kernel import VectorTarget
+    from ember.target import Target
 
     features = llvm.get_host_cpu_features().flatten()
-    text = f"{llvm.get_host_cpu_name()}|{features}|{VectorTarget.host().bits}"
+    text = f"{llvm.get_host_cpu_name()}|{features}|{Target.host().vector_bits}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -111,10 +111,10 @@ def measure() -> Peak:
     """Run the FMA loop on this thread; the best of :data:`RUNS` runs."""
     import llvmlite.binding as llvm
 
-    from ember.lowering.graph_to_kernel import VectorTarget
+    from ember.target import Target
     from ember.runtime.jit import host_target_machine
 
-    lanes = VectorTarget.host().vector_lanes
+    lanes = Target.host().vector_lanes()
     machine = host_target_machine()
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(_fma_loop_ir(lanes)), machine)
     engine.finalize_object()

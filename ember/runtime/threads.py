@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import RuntimeFailure
-from ember.lowering.kernel_to_llvm import NUM_THREADS_SYMBOL, OPENMP_ENTRY_POINTS
+from ember.abi import NUM_THREADS_SYMBOL, OPENMP_ENTRY_POINTS
 
 DEFAULT_SPIN_COUNT = 1000
 """``GOMP_SPINCOUNT`` ember sets unless the user chose a wait policy: tens of
