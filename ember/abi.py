@@ -69,10 +69,12 @@ __all__ = [
     "EXTERN_PROTOTYPE",
     "EXTERN_SYMBOL",
     "ExternSite",
+    "FLOPS_ATTR",
     "KernelSite",
     "LAYOUT_DIGEST_SYMBOL",
     "NUM_THREADS_SYMBOL",
     "OPENMP_ENTRY_POINTS",
+    "OPS_ATTR",
     "ProgramLayout",
     "TIMESPEC_BYTES",
     "constant_offsets",
@@ -86,6 +88,13 @@ ALIGNMENT = 64
 
 TIMESPEC_BYTES = 16  # struct timespec: i64 seconds, i64 nanoseconds
 """One entry of the profile entry's clock array."""
+
+OPS_ATTR = "ember.ops"
+FLOPS_ATTR = "ember.flops"
+"""Attributes ``lower-graph-to-kernel{annotate=true}`` puts on each
+``graph.call_kernel``: the graph ops the kernel computes, their FLOPs; the
+program lowering copies them into :attr:`ProgramLayout.kernels`, which the
+profiler reports against the profile entry's clock."""
 
 # --------------------------------------------------------------------------
 # Symbols the runtime provides to compiled code

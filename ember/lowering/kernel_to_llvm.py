@@ -924,16 +924,6 @@ def _captured_constants(loop: ForOp) -> list[arith.ConstantOp]:
     return list(constants)
 
 
-def _provide_thread_runtime() -> None:
-    """Load the OpenMP runtime now, so that code lowered in this process
-    links wherever it is compiled: MCJIT aborts the process on a missing
-    symbol.  (The JIT should do this itself before it creates an engine —
-    then this becomes redundant; it costs nothing after the first call.)"""
-    from ember.runtime.threads import ensure_runtime
-
-    ensure_runtime()
-
-
 def loop_work(loop: ForOp) -> int:
     """The ops one run of ``loop`` executes: each op of its body once per
     iteration, a nested loop's body once per iteration of that loop too."""
@@ -983,8 +973,6 @@ def lower_kernels_to_llvm(
         lowered.append(
             (kernel, [replacement, *declarations.outlined[outlined_before:]])
         )
-    if declarations.outlined:
-        _provide_thread_runtime()
     for kernel, replacements in lowered:
         module.body.block.insert_ops_before(replacements, kernel)
         module.body.block.erase_op(kernel)

@@ -63,6 +63,8 @@ from ember.dialects.graph import (
 )
 from ember.abi import (  # the calling convention; names kept here for old imports
     EXTERN_SYMBOL,
+    FLOPS_ATTR,
+    OPS_ATTR,
     TIMESPEC_BYTES,
     BufferSpec,
     ExternSite,
@@ -79,10 +81,6 @@ PTR = llvm.LLVMPointerType()
 CLOCK_SYMBOL = "clock_gettime"
 """libc's ``int clock_gettime(clockid_t, struct timespec *)``."""
 CLOCK_MONOTONIC = 1  # Linux's clockid_t
-OPS_ATTR = "ember.ops"
-FLOPS_ATTR = "ember.flops"
-"""Attributes ``lower-graph-to-kernel{annotate=true}`` puts on each
-``graph.call_kernel``: the graph ops the kernel computes, their FLOPs."""
 
 
 def _spec(name: str, value: SSAValue) -> BufferSpec:

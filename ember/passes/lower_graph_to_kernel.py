@@ -40,11 +40,11 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from ember.remarks import fused_location
+from ember.abi import FLOPS_ATTR, OPS_ATTR
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
 from ember.ir import describe_op
-from ember.lowering.program_to_llvm import FLOPS_ATTR, OPS_ATTR
 from ember.lowering.graph_to_kernel import (
     GroupTable,
     OpGroup,

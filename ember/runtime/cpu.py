@@ -68,7 +68,7 @@ from ember.runtime.artifact import (
     check_schema,
 )
 from ember.runtime.module import Artifact, FunctionSignature, Module
-from ember.runtime.ndarray import ALIGNMENT, NDArray, as_ndarray, empty_aligned, is_aligned
+from ember.runtime.ndarray import NDArray, as_ndarray, empty_aligned, is_aligned
 from ember.runtime.registry import call_dps_packed_into
 from ember.target import Target, host_cpu_name, host_features
 

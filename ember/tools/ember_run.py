@@ -126,16 +126,6 @@ def prepare(
     return ENGINES[engine](module, entry, options, target)
 
 
-def execute(
-    module: ModuleOp,
-    entry: str,
-    inputs: Sequence[np.ndarray],
-    engine: str = "llvm",
-) -> list[np.ndarray]:
-    """Run function ``entry`` of ``module`` on ``inputs``; one array per result."""
-    return prepare(module, entry, engine)(inputs)
-
-
 def bench(runner: Runner, inputs: Sequence[np.ndarray], repeat: int) -> str:
     """Median/min/mean latency of ``repeat`` runs after one warm-up run.
 
