@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OPT_LEVEL",
     "Target",
+    "cuda_arch",
     "host_cpu_name",
     "host_features",
     "with_string_attributes",
@@ -101,9 +102,7 @@ class Target:
         _check_cpu_names(mcpu, mattr, text)
         arch = values.get("-arch", "")
         if arch:
-            from ember.backends.cuda import parse_arch
-
-            arch = parse_arch(arch)
+            arch = cuda_arch(arch)
         return cls(kind, mcpu, mattr, _split(values.get("-libs", "")), arch)
 
     @classmethod
@@ -187,6 +186,21 @@ class Target:
     def _require_llvm(self, what: str) -> None:
         if self.kind != "llvm":
             raise TargetError(f"target {str(self)!r} has no {what}: only 'llvm' targets do")
+
+
+DEFAULT_CUDA_ARCH = "sm_90"
+
+
+def cuda_arch(arch: str | None) -> str:
+    """``sm_90`` (also ``90`` or ``compute_90``) checked; None: the default."""
+    if arch is None:
+        return DEFAULT_CUDA_ARCH
+    text = str(arch).strip()
+    for prefix in ("sm_", "compute_"):
+        text = text.removeprefix(prefix)
+    if not text.rstrip("a").isdigit():
+        raise TargetError(f"unknown CUDA architecture {arch!r}: expected sm_XY such as sm_90")
+    return f"sm_{text}"
 
 
 def _split(value: str) -> tuple[str, ...]:

@@ -163,10 +163,6 @@ KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
         "graph ops find their canonicalization patterns there; target: the "
         "patterns are declared with the ops (docs/architecture.md)"
     ),
-    ("ember.target", "ember.backends.cuda"): (
-        "-arch=… is checked by the CUDA backend's parse_arch; target: target "
-        "options are parsed in ember.target"
-    ),
 }
 """Forbidden edges the code still has: (importer, imported) → why."""
 

@@ -58,7 +58,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from ember.backends import Backend
 from ember.dialects.kernel import BlockOp, ForOp, InitOp, check_kernel_signature, kernel_functions
-from ember.errors import EmberError, PassError
+from ember.errors import EmberError, PassError, TargetError
+from ember.target import DEFAULT_CUDA_ARCH, cuda_arch
 
 __all__ = [
     "CudaBackend",
@@ -73,7 +74,7 @@ __all__ = [
     "render_module",
 ]
 
-DEFAULT_ARCH = "sm_90"
+DEFAULT_ARCH = DEFAULT_CUDA_ARCH
 
 
 class CudaError(EmberError):
@@ -560,15 +561,12 @@ def render_module(module: ModuleOp, names: Iterable[str] | None = None) -> CudaS
 
 
 def parse_arch(arch: str | None) -> str:
-    """``sm_90`` (also ``90`` or ``compute_90``) checked; None: the default."""
-    if arch is None:
-        return DEFAULT_ARCH
-    text = str(arch).strip()
-    for prefix in ("sm_", "compute_"):
-        text = text.removeprefix(prefix)
-    if not text.rstrip("a").isdigit():
-        raise CudaError(f"unknown CUDA architecture {arch!r}: expected sm_XY such as sm_90")
-    return f"sm_{text}"
+    """``sm_90`` (also ``90`` or ``compute_90``) checked; None: the default
+    (:func:`ember.target.cuda_arch`, raising :class:`CudaError`)."""
+    try:
+        return cuda_arch(arch)
+    except TargetError as error:
+        raise CudaError(str(error)) from None
 
 
 def _nvrtc():  # type: ignore[no-untyped-def]

@@ -51,7 +51,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,7 +59,6 @@ from ember.errors import ArtifactError, EmberError
 from ember.limits import bytes_setting
 
 if TYPE_CHECKING:
-    from ember.compiler import CompileOptions
     from ember.runtime.module import Module
 
 DIR_VARIABLE = "EMBER_CACHE_DIR"
@@ -151,10 +150,12 @@ def _host() -> str:
 def build_key(
     ir_text: str,
     target: str,
-    options: CompileOptions,
+    options: Any,
     params: Mapping[str, np.ndarray],
 ) -> str:
-    """The cache key (sha256 hex) of one build; see the module docstring."""
+    """The cache key (sha256 hex) of one build; see the module docstring.
+    ``options``: the build's :class:`~ember.compiler.CompileOptions` (a
+    dataclass; the runtime does not import the compiler)."""
     key = hashlib.sha256()
 
     def field(name: str, value: str | bytes) -> None:

@@ -71,7 +71,6 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
 
-    from ember.compiler import CompileOptions
     from ember.runtime.graph_executor import GraphExecutor
 
 FORMAT_NAME = "ember-module"
@@ -349,10 +348,13 @@ class Module(ABC):
         ir: ModuleOp,
         signature: FunctionSignature,
         params: Mapping[str, np.ndarray],
-        options: CompileOptions | None = None,
+        options: Any = None,
     ) -> Module:
         """Compile ``ir`` (already verified, owned by the callee) into a module,
-        with ``options`` (``ember.build``'s, checked) where they apply."""
+        with ``options`` (``ember.build``'s :class:`~ember.compiler.CompileOptions`,
+        checked) where they apply.  For a backend that is one class (a
+        user's, registered with :func:`register_backend`); ember's own
+        compile in :mod:`ember.backends` and :meth:`load` here."""
 
     @classmethod
     def load(cls, artifact: Artifact) -> Module:
@@ -524,7 +526,7 @@ class InterpModule(Module):
         ir: ModuleOp,
         signature: FunctionSignature,
         params: Mapping[str, np.ndarray],
-        options: CompileOptions | None = None,
+        options: Any = None,
     ) -> InterpModule:
         # No option applies: the interpreter checks every index anyway.
         return cls(ir, signature, params, extern_function_names(ir))
