@@ -29,7 +29,7 @@ import numpy as np
 
 import ember
 from ember import compiler
-from ember.runtime.cpu import LLVMModule
+from ember.backends.cpu import CpuBackend
 from ember.runtime.module import signature_of
 from ember.testing import workloads
 
@@ -48,7 +48,7 @@ def variants(module, params) -> dict[str, ember.runtime.Module]:
     unfused = compiler.CompileOptions(graph_pipeline=UNFUSED)
     return {
         "fused": ember.build(module, target="llvm", params=params),
-        "unfused": LLVMModule.compile(module.clone(), signature, params, unfused),
+        "unfused": CpuBackend().build(module.clone(), signature, params, unfused),
         "blas": ember.build(module, target="llvm -libs=blas", params=params),
     }
 

@@ -395,7 +395,7 @@ def test_workload_kernel_counts(
 def test_convbnrelu_built_with_fusion_matches_the_interpreter() -> None:
     from ember import compiler
     from ember.runtime.cpu import LLVMModule
-    from ember.runtime.jit import compile_llvm
+    from ember.backends.cpu import compile_llvm
     from ember.runtime.module import signature_of
 
     module, params = workloads.get("convbnrelu")

@@ -932,7 +932,7 @@ JIT_CASES = {
 def _run_compiled(text: str, target: VectorTarget, prepack: bool) -> None:
     """Compile @main's ops as one kernel for ``target`` (the weight packed by
     numpy or by the kernel) and compare with the reference interpreter."""
-    from ember.runtime.jit import compile_kernels
+    from ember.backends.cpu import compile_kernels
 
     module = ember.parse(text)
     args = _inputs(module, positive=True)

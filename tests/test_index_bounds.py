@@ -17,9 +17,9 @@ import pytest
 import ember
 import ember.runtime
 from ember.analysis.index_bounds import IndexRange, Verdict, kernel_accesses
+from ember.backends.cpu import compile_kernels
 from ember.dialects.kernel import kernel_functions
 from ember.errors import IRError, RuntimeFailure
-from ember.runtime.jit import compile_kernels
 
 
 def _kernel(body: str, args: str = "%X: memref<4xf32>, %Y: memref<4xf32>") -> str:

@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 
 import ember
+from ember.backends.cpu import compile_kernels, compile_llvm
 from ember.errors import PassError, RuntimeFailure
 from ember.interp.kernel_impls import run_kernel
 from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
-from ember.runtime.jit import JitModule, compile_kernels, compile_llvm, load_object
+from ember.runtime.jit import JitModule, load_object
 
 FILECHECK = Path(__file__).parent / "filecheck"
 SEED_FILE = FILECHECK / "dialects" / "kernel" / "seed-003.mlir"

@@ -21,11 +21,12 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import ember
+from ember.backends.cpu import compile_kernels
 from ember.errors import RuntimeFailure
 from ember.interp.kernel_impls import run_kernel
 from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm
 from ember.runtime import threads
-from ember.runtime.jit import compile_kernels, load_object
+from ember.runtime.jit import load_object
 
 FILECHECK_FILE = (
     Path(__file__).parent / "filecheck" / "lowering" / "kernel-to-llvm-parallel.mlir"
@@ -294,7 +295,7 @@ import os, warnings
 import numpy as np
 import ember
 from ember.runtime import threads
-from ember.runtime.jit import compile_kernels
+from ember.backends.cpu import compile_kernels
 
 def tasks():
     return len(os.listdir("/proc/self/task"))

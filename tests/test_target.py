@@ -193,7 +193,7 @@ def test_ember_run_takes_a_target_string() -> None:
 
 
 def test_compile_kernels_asks_for_the_targets_vector_width() -> None:
-    from ember.runtime.jit import compile_kernels
+    from ember.backends.cpu import compile_kernels
 
     kernels = ember.parse(lower_to_stage(ember.parse(DENSE), "kernel"))
     jit = compile_kernels(kernels, target=Target.parse("llvm -mattr=-avx"))
