@@ -25,6 +25,10 @@ loops' trip counts (:class:`LaunchPart`), with ``__launch_bounds__`` set to
 its block size. A ``kernel.block``'s iteration variables are its bindings;
 its ``kernel.init`` runs when every reduce variable is 0.
 
+As a backend (:class:`CudaBackend`, the interface of :mod:`ember.backends`)
+it compiles a graph program's kernels to a :class:`CudaSource`; there is no
+CUDA runtime to load it yet.
+
 Floating point follows ember's semantics: ``arith.maximumf``/``minimumf``
 propagate NaN and order -0 below +0 (helpers below, not ``fmaxf``), float
 to integer conversions saturate, and NVRTC is not given ``--use_fast_math``.

@@ -13,7 +13,9 @@ The counterpart of ``tvm.runtime`` / ``tvm.nd`` / ``tvm.contrib.graph_executor``
 * :mod:`~ember.runtime.graph_executor` — :class:`GraphExecutor`.
 
 ``ember.build`` lives in :mod:`ember.build`.  Nothing here needs a GPU, a
-driver or llvmlite to import.
+driver or llvmlite to import, and nothing here compiles: the runtime loads
+and runs what a backend (:mod:`ember.backends`) compiled, by the calling
+convention of :mod:`ember.abi` (docs/architecture.md).
 """
 
 from __future__ import annotations

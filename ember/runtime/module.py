@@ -8,12 +8,16 @@ calls (``graph.call_extern``), and runs destination-passing style:
 ``run(inputs, outputs)`` reads the free inputs and writes preallocated
 outputs.  :class:`~ember.runtime.graph_executor.GraphExecutor` drives it.
 
-Backends are Module subclasses registered by target name
-(:func:`register_backend`, lazily, by import path).  Each supplies
-``compile`` (IR → module), ``run``, and its payload: the files that carry its
-code in an artifact.  The first backend, :class:`InterpModule`
-(``target="interp"``), runs the graph with the reference interpreter; its
-payload is the graph IR text.  The LLVM backend adds object code the same way.
+The runtime side of a backend is a Module subclass registered by target
+name (:func:`register_backend`, lazily, by import path).  Each supplies
+``load`` (an in-memory :class:`Artifact` that its compiler in
+:mod:`ember.backends` produced → module; nothing is compiled here),
+``run``, and its payload: the files that carry its code in an artifact.
+:class:`InterpModule` (``target="interp"``) runs the graph with the
+reference interpreter; its payload is the graph IR text.  The LLVM
+module (:mod:`ember.runtime.cpu`) adds object code the same way.  A
+user's backend may instead be one class whose ``compile`` classmethod
+builds the module itself.
 
 Artifact format (``export_library(path)``): a **directory** ::
 
