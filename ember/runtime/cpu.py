@@ -1,7 +1,7 @@
 """The ``llvm`` backend: a graph compiled to one native entry point on the CPU.
 
 ``ember.build(module, target="llvm", params=…)`` lands here.  Compilation is
-the driver in :mod:`ember.compiler` (params bound as constants, graph passes,
+the stages of :mod:`ember.driver` (params bound as constants, graph passes,
 kernels, LLVM at O3 for this CPU, MCJIT).  Running is one native call:
 
     entry(frame)   frame = [inputs…, outputs…, constants…, workspace, context]
@@ -255,7 +255,7 @@ class LLVMModule(Module):
         changes the graph pipeline, e.g. to measure fusion on and off."""
         from dataclasses import replace
 
-        from ember import compiler
+        from ember import compiler, driver
         from ember.runtime.jit import compile_llvm
         from ember.runtime.memory import release_free_memory
         from ember.runtime.module import extern_function_names
@@ -273,14 +273,16 @@ class LLVMModule(Module):
             if sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
             else lambda: None
         )
-        graph = compiler.to_graph(ir, params, options)
-        del ir
-        release()
-        program = compiler.to_llvm_dialect(
-            compiler.to_kernel(graph, options, annotate=True, copy=False), options, copy=False
+        program = driver.lower(
+            ir,
+            driver.ARTIFACT_INPUT,
+            params,
+            options,
+            annotate=True,
+            copy=False,
+            after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
         )
-        del graph
-        release()
+        del ir
         layout = program.layout
         layout.params = [
             BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
