@@ -135,11 +135,6 @@ def _elem(value: SSAValue) -> Attribute:
     return t.element_type
 
 
-def _compute_type(t: Attribute) -> Attribute:
-    """Floats compute in f32 (f16 widened, see the reference's convention)."""
-    return f32 if _is_float(t) else t
-
-
 class _Emitter:
     """Appends ops at the end of the current block; loops and blocks nest."""
 
