@@ -64,7 +64,9 @@ class LoweredProgram:
 
 
 def bind_arguments(module: ModuleOp, entry: str, params: Mapping[str, np.ndarray]) -> None:
-    """Turn the named arguments of ``entry`` into ``graph.constant`` ops, in place."""
+    """Turn the named arguments of ``entry`` into ``graph.constant`` ops, in
+    place: :func:`~ember.passes.bind_params.bind_params_in_place`, the one
+    way ember binds (kept for older callers)."""
     if not params:
         return
     from ember.passes.bind_params import bind_params_in_place

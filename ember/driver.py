@@ -84,9 +84,10 @@ class Stage:
 
 
 def _bind(module: ModuleOp, compilation: Compilation) -> ModuleOp:
-    from ember.compiler import bind_arguments
+    from ember.passes.bind_params import bind_params_in_place
 
-    bind_arguments(module, compilation.options.entry, compilation.params)
+    if compilation.params:
+        bind_params_in_place(module, compilation.params, compilation.options.entry)
     return module
 
 
