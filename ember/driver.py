@@ -106,10 +106,21 @@ def _kernel(module: ModuleOp, compilation: Compilation) -> ModuleOp:
 
 
 def _plan(module: ModuleOp, compilation: Compilation) -> ModuleOp:
-    from ember.passes.pipeline import run_passes
-    from ember.passes.plan_memory import PlanMemoryPass
+    """``plan-memory`` on the entry, unless it carries a plan already: a
+    plan written in the input is kept, for the program lowering to check."""
+    from xdsl.dialects.func import FuncOp
 
-    run_passes(module, PlanMemoryPass(), verify=False)
+    from ember.passes.plan_memory import WORKSPACE_BYTES, annotate, plan_function
+
+    entry = compilation.options.entry
+    for op in module.ops:
+        if (
+            isinstance(op, FuncOp)
+            and op.sym_name.data == entry
+            and "kernel.kernel" not in op.attributes
+            and WORKSPACE_BYTES not in op.attributes
+        ):
+            annotate(op, plan_function(op))
     return module
 
 

@@ -123,3 +123,12 @@ def test_ember_translate_emits_every_driver_stage() -> None:
     wrong = run_tool("ember-translate", EXAMPLES / "mlp.mlir", "--emit=nope")
     assert wrong.returncode != 0
     assert "parse, bind, graph, kernel, plan, llvm-dialect, llvm-ir, asm" in wrong.stderr.replace("'", "")
+
+
+def test_the_plan_stage_keeps_a_plan_written_in_the_input() -> None:
+    planned = driver.emit(MLP, "plan")
+    wrong = planned.replace("array<i64: 0>", "array<i64: 64>", 1)
+    assert wrong != planned
+    assert "array<i64: 64>" in driver.emit(wrong, "plan")
+    with pytest.raises(PassError, match="lower-program-to-llvm: wrong memory plan"):
+        driver.emit(wrong, "llvm-dialect")
