@@ -132,3 +132,18 @@ def test_the_plan_stage_keeps_a_plan_written_in_the_input() -> None:
     assert "array<i64: 64>" in driver.emit(wrong, "plan")
     with pytest.raises(PassError, match="lower-program-to-llvm: wrong memory plan"):
         driver.emit(wrong, "llvm-dialect")
+
+
+def test_ember_run_prints_the_stages_of_each_pipeline_stage_build(tmp_path) -> None:
+    from tests.test_cli_compiled import PIPELINE
+
+    source = tmp_path / "pipe.mlir"
+    source.write_text(PIPELINE)
+    result = run_tool(
+        "ember-run", source, "--random-inputs", "--count", "2", "--print-after=kernel"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("IR after stage 'kernel'") == 2  # main_0 and main_1
+    exported = ember.pipeline.build(ember.parse(PIPELINE)).export_library(tmp_path / "pipe")
+    refused = run_tool("ember-run", exported, "--random-inputs", "--print-after=kernel")
+    assert_user_error(refused, "an exported pipeline is compiled already")

@@ -442,10 +442,13 @@ def _main(argv: Sequence[str] | None) -> int:
     if stages and args.interpret:
         raise EmberError("--print-after prints the compiler's stages; it cannot be used with --interpret")
     if _is_exported_pipeline(args.input_file):
+        if stages:
+            raise EmberError("--print-after: an exported pipeline is compiled already; it has no stages to print")
         return _run_pipeline(args)
     module, name = read_module(args.input_file)
     if _pipeline_graph(module, args.entry) is not None:
-        return _run_pipeline(args)
+        with print_after(stages) if stages else nullcontext():  # each stage's build
+            return _run_pipeline(args)
     func = find_function(module, args.entry, name)
     arguments = function_arguments(func)
     given = parse_input_specs(args.input, arguments)
