@@ -114,7 +114,10 @@ def build(
     runs into ``lib.remarks`` (:mod:`ember.remarks`; empty otherwise).
     ``cache``: look the build up in (and store it into) the on-disk
     compilation cache (:mod:`ember.runtime.cache`; ``llvm`` target; also
-    off with ``EMBER_CACHE=0``).  A build with ``remarks`` is never cached.
+    off with ``EMBER_CACHE=0``).  A build with ``remarks``, or inside
+    :func:`ember.driver.print_after`, is never cached.
+
+    For ``llvm`` the backend runs the stages of :mod:`ember.driver`.
 
     The caller's ``module`` is not modified.
     """
@@ -133,6 +136,7 @@ def build(
             )
         lib.remarks = tuple(records)
         return lib
+    from ember.driver import printing
     from ember.runtime import cache as build_cache
     from ember.backends import backend_for
     from ember.runtime.module import signature_of
@@ -159,7 +163,7 @@ def build(
     if not isinstance(cache, bool):
         raise RuntimeFailure(f"cache must be True or False, got {cache!r}")
     key = None
-    if cache and target_name == "llvm" and build_cache.enabled():
+    if cache and target_name == "llvm" and build_cache.enabled() and not printing():
         key = build_cache.build_key(
             to_text(ir), str(parsed), replace(compile_options, entry=entry), bound
         )

@@ -1,15 +1,9 @@
-"""The CPU compiler driver: graph IR to native code, as an ordered list of stages.
+"""The CPU compiler's steps: graph IR to native code.
 
-As in Triton's driver, compilation is a sequence of named stages, each of
-which can be printed (``ember-translate --emit=<stage>``) and re-read:
-
-============  ===============================================================
-``graph``     the graph program after binding params and the graph pipeline
-``kernel``    every op a ``graph.call_kernel`` of a kernel-dialect function
-``llvm-dialect``  kernels and the program entry as xDSL ``llvm`` ops
-``llvm-ir``   LLVM IR text, optimised at O3 for the target's CPU
-``asm``       the target's assembly
-============  ===============================================================
+:mod:`ember.driver` runs them as its ordered list of named stages, each of
+which can be printed (``ember-translate --emit=<stage>``) and re-read; the
+functions here are the CPU-specific steps it calls (``to_kernel``,
+``to_llvm_dialect``, ``to_llvm_ir``, ``to_asm``).
 
 :class:`CompileOptions` is frozen: the graph pipeline, the entry name,
 ``bounds_check``, ``fast_math`` and the target are all that changes the
@@ -27,12 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from ember.driver import stage_names
 from ember.errors import PassError
 from ember.lowering.kernel_to_llvm import MIN_PARALLEL_WORK
 from ember.lowering.program_to_llvm import ProgramLayout
 from ember.target import Target
 
-STAGES: tuple[str, ...] = ("graph", "kernel", "llvm-dialect", "llvm-ir", "asm")
+STAGES: tuple[str, ...] = stage_names()
+"""The driver's stage names (:data:`ember.driver.STAGES`)."""
 
 DEFAULT_GRAPH_PIPELINE = (
     "simplify-inference,fold-constants,canonicalize,cse,dce,fuse-ops"
@@ -68,7 +64,9 @@ class LoweredProgram:
 
 
 def bind_arguments(module: ModuleOp, entry: str, params: Mapping[str, np.ndarray]) -> None:
-    """Turn the named arguments of ``entry`` into ``graph.constant`` ops, in place."""
+    """Turn the named arguments of ``entry`` into ``graph.constant`` ops, in
+    place: :func:`~ember.passes.bind_params.bind_params_in_place`, the one
+    way ember binds (kept for older callers)."""
     if not params:
         return
     from ember.passes.bind_params import bind_params_in_place
@@ -81,14 +79,11 @@ def to_graph(
     params: Mapping[str, np.ndarray] | None = None,
     options: CompileOptions = CompileOptions(),
 ) -> ModuleOp:
-    """Stage ``graph``: a copy of ``module`` with params bound, passes applied."""
-    from ember.passes.pipeline import apply_passes
+    """Stage ``graph`` of :mod:`ember.driver`: a copy of ``module`` with
+    params bound, passes applied."""
+    from ember.driver import lower
 
-    graph = module.clone()
-    bind_arguments(graph, options.entry, params or {})
-    if options.graph_pipeline:
-        graph = apply_passes(graph, options.graph_pipeline)
-    return graph
+    return lower(module, "graph", params, options)
 
 
 def to_kernel(
@@ -166,22 +161,7 @@ def lower_to_stage(
     params: Mapping[str, np.ndarray] | None = None,
     options: CompileOptions = CompileOptions(),
 ) -> str:
-    """The text of ``stage`` for ``module`` (what ``ember-translate`` prints)."""
-    if stage not in STAGES:
-        raise PassError(f"unknown stage {stage!r}; stages: {', '.join(STAGES)}")
-    from ember.runtime.module import signature_of
+    """The text of ``stage`` for ``module``: :func:`ember.driver.emit`."""
+    from ember.driver import emit
 
-    # An unknown entry, or arguments and results the runtime cannot hold
-    # (f64, i8, bf16, dynamic shapes), fail before any work, as in ember.build.
-    signature_of(module, options.entry)
-    graph = to_graph(module, params, options)
-    if stage == "graph":
-        return str(graph)
-    kernel = to_kernel(graph, options)
-    if stage == "kernel":
-        return str(kernel)
-    program = to_llvm_dialect(kernel, options)
-    if stage == "llvm-dialect":
-        return str(program.module)
-    llvm_ir = to_llvm_ir(program, options.target)
-    return llvm_ir if stage == "llvm-ir" else to_asm(llvm_ir, options.target)
+    return emit(module, stage, params, options)

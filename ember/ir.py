@@ -109,6 +109,37 @@ def fresh_symbol(stem: str, taken: set[str]) -> str:
     return f"{stem}_{suffix}"
 
 
+def used_symbols(root: Operation, scope: Operation) -> Iterator[tuple[str, Operation]]:
+    """Each symbol ``root`` refers to, transitively, as found in ``scope``'s
+    symbol table: ``(name, op)`` once per name, ``root`` itself left out, and
+    names ``scope`` does not define skipped (a stage function's callees, as
+    the pipeline build and config copy them)."""
+    from xdsl.dialects.builtin import SymbolRefAttr
+    from xdsl.traits import SymbolTable
+
+    def referenced(op: Operation) -> list[str]:
+        names = {
+            attr.root_reference.data
+            for inner in op.walk()
+            for attr in (*inner.attributes.values(), *inner.properties.values())
+            if isinstance(attr, SymbolRefAttr)
+        }
+        return sorted(names)
+
+    seen: set[str] = set()
+    pending = referenced(root)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        found = SymbolTable.lookup_symbol(scope, name)
+        if found is None or found is root:
+            continue
+        yield name, found
+        pending += referenced(found)
+
+
 def to_text(module: ModuleOp, *, generic: bool = False) -> str:
     """Print a module (``str(module)`` does the same in custom form)."""
     out = StringIO()

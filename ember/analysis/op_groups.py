@@ -21,6 +21,7 @@ from ember.dialects.graph import ConstantOp, GraphOp, shape_of
 from ember.dialects.graph_registry import semantics
 from ember.errors import PassError
 from ember.ir import describe_op, fresh_symbol
+from ember.remarks import fused_location
 
 __all__ = [
     "GroupTable",
@@ -30,6 +31,7 @@ __all__ = [
     "group_key",
     "kernel_stem",
     "make_group",
+    "replace_group",
     "short_name",
     "unsupported_reason",
 ]
@@ -184,6 +186,26 @@ class GroupTable:
             self.by_key[key] = name
             self.taken.add(name)
         return name
+
+
+def replace_group(group: OpGroup, call: Operation) -> None:
+    """Put ``call`` where the group's last op was, in place of the group:
+    its results take the group outputs' uses and names, the ops are erased.
+
+    The group's inputs are all defined before that point, so the call
+    dominates every use of an output that the last op dominated.
+    """
+    last = group.ops[-1]
+    block = last.parent_block()
+    if block is None:
+        raise PassError(f"{short_name(last)} is not in a block, so it cannot be replaced")
+    call.location = fused_location(group.ops)
+    block.insert_op_before(call, last)
+    for value, result in zip(group.outputs, call.results, strict=True):
+        result.name_hint = value.name_hint
+        value.replace_all_uses_with(result)
+    for op in reversed(group.ops):
+        block.erase_op(op)
 
 
 def kernel_stem(group: OpGroup) -> str:

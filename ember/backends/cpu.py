@@ -74,7 +74,7 @@ class CpuBackend(Backend):
         """Compile ``module`` (owned by the callee: it is lowered in place);
         ``options`` (:class:`ember.compiler.CompileOptions`) changes the
         graph pipeline, e.g. to measure fusion on and off."""
-        from ember import compiler
+        from ember import compiler, driver
         from ember.runtime.memory import release_free_memory
 
         ir = module
@@ -92,14 +92,16 @@ class CpuBackend(Backend):
             if sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
             else lambda: None
         )
-        graph = compiler.to_graph(ir, params, options)
-        del ir
-        release()
-        program = compiler.to_llvm_dialect(
-            compiler.to_kernel(graph, options, annotate=True, copy=False), options, copy=False
+        program = driver.lower(
+            ir,
+            driver.ARTIFACT_INPUT,
+            params,
+            options,
+            annotate=True,
+            copy=False,
+            after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
         )
-        del graph
-        release()
+        del ir
         layout = program.layout
         layout.params = [
             BufferSpec(spec.name, tuple(spec.shape), spec.dtype)

@@ -3,6 +3,9 @@
 ``PASSES`` maps the command-line name (kebab-case) to a function that imports
 the pass class, as xDSL's own registry does, so listing passes is cheap.
 Add a pass with one line: ``"my-pass": _lazy("my_pass", "MyPass"),``.
+
+Every pass class of that table is also this package's attribute, imported
+on first use: ``from ember.passes import FuseOpsPass``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
     def load() -> type[ModulePass]:
         return getattr(importlib.import_module(f"ember.passes.{module}"), cls)
 
+    load.pass_class = cls  # type: ignore[attr-defined]  # the export name
     return load
 
 
@@ -34,3 +38,13 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "kernel-bind-gpu": _lazy("kernel_bind_gpu", "KernelBindGpuPass"),
     "plan-memory": _lazy("plan_memory", "PlanMemoryPass"),
 }
+
+
+__all__ = ["PASSES", *sorted(load.pass_class for load in PASSES.values())]  # type: ignore[attr-defined]
+
+
+def __getattr__(name: str) -> type[ModulePass]:
+    for load in PASSES.values():
+        if load.pass_class == name:  # type: ignore[attr-defined]
+            return load()
+    raise AttributeError(f"module 'ember.passes' has no attribute {name!r}")

@@ -68,6 +68,7 @@ from ember.analysis.op_groups import (
     GroupTable,
     OpGroup,
     make_group,
+    replace_group,
     unsupported_reason,
 )
 from ember.dialects.graph import FusionKind, fusion_kind
@@ -334,17 +335,8 @@ def _replace_with_call(group: OpGroup, callee: str) -> CallOp:
     The group's inputs are all defined before that point and its output is
     the last op's value, so the call dominates every use.
     """
-    last = group.ops[-1]
-    block = last.parent_block()
-    assert block is not None  # planned from a block's ops
     call = CallOp(callee, group.inputs, [v.type for v in group.outputs])
-    call.location = fused_location(group.ops)
-    block.insert_op_before(call, last)
-    for value, result in zip(group.outputs, call.results):
-        result.name_hint = value.name_hint
-        value.replace_all_uses_with(result)
-    for op in reversed(group.ops):
-        block.erase_op(op)
+    replace_group(group, call)
     return call
 
 

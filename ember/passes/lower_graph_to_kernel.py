@@ -39,8 +39,12 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+<<<<<<< HEAD
 from ember.remarks import fused_location
 from ember.abi import FLOPS_ATTR, OPS_ATTR
+=======
+from ember.analysis.op_groups import replace_group
+>>>>>>> driver
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
@@ -175,13 +179,7 @@ def replace_with_call(
                 )
     arguments = group.inputs if operands is None else operands
     call = CallKernelOp(kernel, arguments, [v.type for v in group.outputs])
-    call.location = fused_location(group.ops)
-    block.insert_op_before(call, last)
-    for value, result in zip(group.outputs, call.results):
-        result.name_hint = value.name_hint
-        value.replace_all_uses_with(result)
-    for op in reversed(group.ops):
-        block.erase_op(op)
+    replace_group(group, call)
     return call
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "available_passes",
     "build_pipeline",
     "parse_passes",
+    "run_passes",
 ]
 
 PassRegistry = dict[str, Callable[[], type[ModulePass]]]
@@ -354,16 +355,26 @@ def apply_passes(
     Raises :class:`PassError` for a bad pipeline, a pass that fails, or IR
     that no longer verifies; :class:`ember.errors.IRError` for invalid input.
     """
-    from ember.context import make_context
-
     passes = _pass_list(pipeline)
     result = as_module(module, "apply_passes", PassError).clone()
-    ctx = make_context()
     if not remarks:
-        for pass_ in passes:
-            _run_pass(pass_, ctx, result, verify)
+        run_passes(result, passes, verify=verify)
         return result
     with collect_remarks() as records:
-        for pass_ in passes:
-            _run_pass(pass_, ctx, result, verify)
+        run_passes(result, passes, verify=verify)
     return result, list(records)
+
+
+def run_passes(
+    module: ModuleOp,
+    pipeline: str | ModulePass | Sequence[ModulePass],
+    *,
+    verify: bool = True,
+) -> None:
+    """Run ``pipeline`` on ``module`` itself, in place (the compiler driver's
+    form of :func:`apply_passes`, which works on a copy)."""
+    from ember.context import make_context
+
+    ctx = make_context()
+    for pass_ in _pass_list(pipeline):
+        _run_pass(pass_, ctx, module, verify)

@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
@@ -69,7 +69,7 @@ from xdsl.traits import SymbolTable
 from ember.dialects.graph import numpy_dtype
 from ember.dialects.pipeline import GraphOp, StageOp, function_input_names
 from ember.errors import EmberError, RuntimeFailure
-from ember.ir import parse, verify_module
+from ember.ir import parse, used_symbols, verify_module
 from ember.pipeline.config import PipelineConfig
 from ember.runtime.device import Device, device
 
@@ -510,14 +510,8 @@ def stage_module_of(module: ModuleOp, name: str) -> tuple[ModuleOp, str, list[st
     if not isinstance(func, FuncOp):
         raise PipelineError(f"stage @{name}: no func.func @{name} in the module")
     copies: dict[str, Operation] = {name: func.clone()}
-    pending = sorted(_referenced_symbols(func))
-    while pending:
-        symbol = pending.pop()
-        found = SymbolTable.lookup_symbol(module, symbol)
-        if found is None or symbol in copies:
-            continue
-        copies[symbol] = found.clone()
-        pending += sorted(_referenced_symbols(found))
+    for symbol, found in used_symbols(func, module):
+        copies.setdefault(symbol, found.clone())
     stage_func = copies[name]
     assert isinstance(stage_func, FuncOp)
     if STAGE_ENTRY not in copies:
@@ -526,15 +520,6 @@ def stage_module_of(module: ModuleOp, name: str) -> tuple[ModuleOp, str, list[st
     for arg, arg_name in zip(stage_func.args, names):
         arg.name_hint = arg_name
     return ModuleOp(list(copies.values())), stage_func.sym_name.data, names
-
-
-def _referenced_symbols(op: Operation) -> set[str]:
-    names: set[str] = set()
-    for inner in op.walk():
-        for attr in (*inner.attributes.values(), *inner.properties.values()):
-            if isinstance(attr, SymbolRefAttr):
-                names.add(attr.root_reference.data)
-    return names
 
 
 def _unique_names(func: FuncOp) -> list[str]:

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
@@ -62,7 +62,7 @@ from ember.dialects.pipeline import (
     function_input_names,
 )
 from ember.errors import EmberError, RuntimeFailure
-from ember.ir import verify_module
+from ember.ir import used_symbols, verify_module
 from ember.runtime.device import Device, cpu, device
 
 __all__ = ["Interface", "PipelineConfig", "PipelineConfigError", "StageConfig"]
@@ -606,15 +606,6 @@ class PipelineConfig(_NoNewAttributes):
 # --------------------------------------------------------------------------
 
 
-def _referenced_symbols(op: Operation) -> set[str]:
-    names: set[str] = set()
-    for inner in op.walk():
-        for attr in (*inner.attributes.values(), *inner.properties.values()):
-            if isinstance(attr, SymbolRefAttr):
-                names.add(attr.root_reference.data)
-    return names
-
-
 def _collect_symbols(
     stages: Sequence[StageConfig], pipeline_name: str
 ) -> list[Operation]:
@@ -634,19 +625,10 @@ def _collect_symbols(
     for stage in stages:
         add(stage.name, stage.function, f"stage {stage.name}")
         home = stage.function.parent_op()
-        pending = sorted(_referenced_symbols(stage.function))
-        while pending and isinstance(home, ModuleOp):
-            symbol = pending.pop()
-            found = SymbolTable.lookup_symbol(home, symbol)
-            if (
-                found is None
-                or found is stage.function
-                or symbol in chosen
-                and chosen[symbol] is found
-            ):
-                continue
+        if not isinstance(home, ModuleOp):
+            continue
+        for symbol, found in used_symbols(stage.function, home):
             add(symbol, found, f"used by stage {stage.name}")
-            pending += sorted(_referenced_symbols(found))
     if pipeline_name in chosen:
         raise PipelineConfigError(
             f"the pipeline name @{pipeline_name} is also the name of a stage or symbol"

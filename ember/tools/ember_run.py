@@ -45,6 +45,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +55,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
 from ember.dialects.graph import argument_name, numpy_dtype, tensor_type, type_str
+from ember.driver import checked_stage_names, print_after
 from ember.errors import EmberError
 from ember.target import Target
 from ember.limits import check_array
@@ -384,6 +386,14 @@ def _argument_parser() -> argparse.ArgumentParser:
         "time and report kernel, buffer and index (the interpreter always checks)",
     )
     parser.add_argument(
+        "--print-after",
+        default="",
+        metavar="STAGE[,STAGE...]",
+        help="print the IR after these compiler driver stages to stderr "
+        "(parse, bind, graph, kernel, plan, llvm-dialect, llvm-ir, asm; or all); "
+        "the build then skips the compilation cache",
+    )
+    parser.add_argument(
         "--sequential",
         action="store_true",
         help="pipelines: run the stages one after another (the baseline)",
@@ -428,11 +438,17 @@ def _main(argv: Sequence[str] | None) -> int:
         raise EmberError(f"--profile needs a positive number of runs, got {args.profile}")
     if args.profile is not None and args.interpret:
         raise EmberError("--profile times compiled kernels; it cannot be used with --interpret")
+    stages = checked_stage_names([name for name in args.print_after.split(",") if name])
+    if stages and args.interpret:
+        raise EmberError("--print-after prints the compiler's stages; it cannot be used with --interpret")
     if _is_exported_pipeline(args.input_file):
+        if stages:
+            raise EmberError("--print-after: an exported pipeline is compiled already; it has no stages to print")
         return _run_pipeline(args)
     module, name = read_module(args.input_file)
     if _pipeline_graph(module, args.entry) is not None:
-        return _run_pipeline(args)
+        with print_after(stages) if stages else nullcontext():  # each stage's build
+            return _run_pipeline(args)
     func = find_function(module, args.entry, name)
     arguments = function_arguments(func)
     given = parse_input_specs(args.input, arguments)
@@ -443,7 +459,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.interpret and target != "llvm":
         raise EmberError("--interpret runs the reference interpreter: drop --target")
     engine = "interpret" if args.interpret else "llvm"
-    runner = prepare(module, args.entry, engine, options, target)
+    with print_after(stages) if stages else nullcontext():
+        runner = prepare(module, args.entry, engine, options, target)
     outputs = runner(inputs)
     report_outputs(outputs, args.output)
     if args.bench is not None:

@@ -1,10 +1,12 @@
 """``ember-translate``: print one stage of the CPU compiler for an IR file.
 
 The counterpart of ``mlir-translate`` and of TVM's ``lib.get_source()``: each
-stage of :mod:`ember.compiler` can be printed and, for the IR stages, read
-back by ``ember-opt``::
+stage of the compiler driver (:mod:`ember.driver`: parse, bind, graph,
+kernel, plan, llvm-dialect, llvm-ir, asm) can be printed and, for the IR
+stages, read back by ``ember-opt``::
 
     ember-translate net.mlir --emit=kernel        # kernel-dialect functions
+    ember-translate net.mlir --emit=plan          # ... with the memory plan
     ember-translate net.mlir --emit=llvm-dialect  # xDSL llvm ops
     ember-translate net.mlir --emit=llvm-ir       # optimised LLVM IR
     ember-translate net.mlir --emit=asm           # assembly for this CPU (or --target)
@@ -34,7 +36,8 @@ TOOL = "ember-translate"
 
 
 def _argument_parser() -> argparse.ArgumentParser:
-    from ember.compiler import DEFAULT_GRAPH_PIPELINE, STAGES
+    from ember.compiler import DEFAULT_GRAPH_PIPELINE
+    from ember.driver import stage_names
 
     parser = argparse.ArgumentParser(
         prog=TOOL,
@@ -45,8 +48,8 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--emit",
         required=True,
-        choices=(*STAGES, "dot", "cuda", "ptx"),
-        help="the stage to print; dot: a Graphviz picture of the graph stage "
+        choices=(*stage_names(), "dot", "cuda", "ptx"),
+        help="the driver stage to print; dot: a Graphviz picture of the graph stage "
         "(fused groups and pipeline stages as clusters); cuda / ptx: the "
         "kernels bound to the GPU (kernel-bind-gpu) as CUDA C / as PTX from NVRTC",
     )
@@ -74,7 +77,7 @@ def _argument_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from ember.compiler import lower_to_stage
+    from ember.driver import emit
 
     args = _argument_parser().parse_args(argv)
     target = Target.parse(args.target)  # a bad target fails before any work
@@ -90,7 +93,7 @@ def _main(argv: Sequence[str] | None) -> int:
     elif args.emit in ("cuda", "ptx"):
         result = _cuda(module, options, args.emit, args.arch)
     else:
-        result = lower_to_stage(module, args.emit, options=options)
+        result = emit(module, args.emit, options=options)
     if args.output:
         write_output(args.output, result)
     else:
@@ -98,22 +101,21 @@ def _main(argv: Sequence[str] | None) -> int:
     return 0
 
 
-def _graph_stage(module: ModuleOp, options: CompileOptions) -> ModuleOp:
-    """The ``graph`` stage (an unknown entry fails before any work)."""
-    from ember.compiler import to_graph
+def _driver_stage(module: ModuleOp, options: CompileOptions, stage: str) -> ModuleOp:
+    """Driver stage ``stage`` (an unknown entry fails before any work)."""
+    from ember.driver import lower
     from ember.runtime.module import find_function
 
     find_function(module, options.entry)
-    return to_graph(module, None, options)
+    return lower(module, stage, options=options)
 
 
 def _cuda(module: ModuleOp, options: CompileOptions, emit: str, arch: str | None) -> str:
     """The kernel stage bound to the GPU, as CUDA C or PTX."""
     from ember.backends.cuda import compile_ptx, kernels_to_cuda, parse_arch
-    from ember.compiler import to_kernel
 
     arch = parse_arch(arch)  # a bad --arch fails before any work
-    source = kernels_to_cuda(to_kernel(_graph_stage(module, options)))
+    source = kernels_to_cuda(_driver_stage(module, options, "kernel"))
     return source.code if emit == "cuda" else compile_ptx(source, arch)
 
 
@@ -123,7 +125,7 @@ def _dot(module: ModuleOp, options: CompileOptions) -> str:
 
     if any(op.name == "pipeline.graph" for op in module.ops):
         return to_dot(module)
-    return to_dot(_graph_stage(module, options))
+    return to_dot(_driver_stage(module, options, "graph"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
