@@ -39,12 +39,9 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-<<<<<<< HEAD
 from ember.remarks import fused_location
 from ember.abi import FLOPS_ATTR, OPS_ATTR
-=======
 from ember.analysis.op_groups import replace_group
->>>>>>> driver
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.errors import PassError
