@@ -39,7 +39,6 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from ember.remarks import fused_location
 from ember.abi import FLOPS_ATTR, OPS_ATTR
 from ember.analysis.op_groups import replace_group
 from ember.dialects.graph import CallExternOp, CallKernelOp, ConstantOp
