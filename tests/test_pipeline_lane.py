@@ -18,6 +18,7 @@ import pytest
 import ember
 from ember.pipeline import PipelineConfig, PipelineModule, StageError, build, split_graph
 from ember.pipeline import executor as executor_module
+from ember.errors import RuntimeFailure
 from ember.runtime.call_list import CallList
 from ember.runtime.ndarray import ALIGNMENT
 
@@ -192,3 +193,5 @@ def test_a_call_list_runs_the_first_count_calls_in_order():
     assert done == 2 and len(calls) == 3
     assert seconds.shape == (2,) and (seconds >= 0).all()
     np.testing.assert_array_equal([y.numpy() for y in ys], [[2] * 4, [4] * 4, [-1] * 4])
+    with pytest.raises(RuntimeFailure, match="a call list of 3 runs cannot make 4 calls"):
+        calls.run(4)  # its table has no fourth entry: it would jump anywhere

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.errors import RuntimeFailure
 from ember.runtime.jit import bounds_flag_address
 
 __all__ = ["CallList", "NativeRun"]
@@ -84,6 +85,10 @@ class CallList:
         one that failed, its error still pending for
         :func:`~ember.runtime.jit.raise_bounds_error`) and what each that
         ran took, in seconds."""
+        if not 0 <= count <= len(self._runs):
+            raise RuntimeFailure(
+                f"a call list of {len(self._runs)} runs cannot make {count} calls"
+            )
         locks = self._locks
         for lock in locks:
             lock.acquire()
