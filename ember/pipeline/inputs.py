@@ -163,6 +163,13 @@ class PipelineInputs(ABC):
     ) -> dict[str, NDArray | np.ndarray]:
         """The staged inputs with ``inputs`` and ``named`` (checked; the
         executor copies them when it queues them) on top."""
+        staged: dict[str, NDArray | np.ndarray] = dict(self._staged)
+        if isinstance(inputs, np.ndarray) and not named:
+            # One array for the one input, the common case (map, submit):
+            # nothing more to look up, nothing can be missing.
+            name = self._only_input(what)
+            staged[name] = self._checked(name, inputs)
+            return staged
         given: list[tuple[str | int, Any]] = []
         if isinstance(inputs, Mapping):
             given += inputs.items()
@@ -174,24 +181,28 @@ class PipelineInputs(ABC):
                 )
             given += enumerate(inputs)
         elif inputs is not None:
-            if self.num_inputs != 1:
-                raise PipelineError(
-                    f"{what}: pipeline @{self._lib.name} has {self.num_inputs} inputs "
-                    f"({self._describe_inputs()}); give a dict by name or a tuple by position"
-                )
-            given.append((next(iter(self._input_specs)), inputs))
+            given.append((self._only_input(what), inputs))
         given += named.items()
-        staged: dict[str, NDArray | np.ndarray] = dict(self._staged)
         for key, value in given:
             name = self._input_name(key)
             staged[name] = self._checked(name, value)
-        missing = [name for name in self._input_specs if name not in staged]
-        if missing:
+        if len(staged) < len(self._input_specs):  # staged holds input names only
+            missing = [name for name in self._input_specs if name not in staged]
             raise PipelineError(
                 f"{what}: input(s) not given: {', '.join(missing)}; give them or call "
                 "set_input(name, array) first"
             )
         return staged
+
+    def _only_input(self, what: str) -> str:
+        """The name of the one global input that an array alone gives."""
+        if len(self._input_specs) == 1:
+            (name,) = self._input_specs
+            return name
+        raise PipelineError(
+            f"{what}: pipeline @{self._lib.name} has {self.num_inputs} inputs "
+            f"({self._describe_inputs()}); give a dict by name or a tuple by position"
+        )
 
     def _map_window(self, window: Any, default: int) -> int:
         """``map``'s checked ``window`` (``default`` when None, at most

@@ -18,6 +18,7 @@ host allocation.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -332,12 +333,12 @@ def host_rows(
     numpy call fills or reads every row where one call per array would
     cost microseconds each (a pipeline's window of inputs or outputs).
     Each array keeps the whole allocation alive."""
-    itemsize = dtype.itemsize
-    nbytes = math.prod(shape) * itemsize
-    stride = -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
-    raw, address = _aligned_storage(count * stride, np.dtype(np.uint8), (count * stride,))
-    inner = tuple(itemsize * math.prod(shape[d + 1 :]) for d in range(len(shape)))
-    rows = np.ndarray((count, *shape), dtype, raw, strides=(stride, *inner))
+    stride, strides = _row_layout(shape, dtype)
+    raw = np.empty(count * stride + ALIGNMENT, np.uint8)
+    address = _address(raw)
+    offset = -address % ALIGNMENT
+    address += offset
+    rows = np.ndarray((count, *shape), dtype, raw, offset, strides)
     name = _dtype_name(dtype)
     # Iterating gives each row's view (but a 0-d row as a scalar).
     views = list(rows) if shape else [rows[i, ...] for i in range(count)]
@@ -349,6 +350,16 @@ def host_rows(
         address += stride
         arrays.append(array)
     return rows, arrays
+
+
+@functools.cache
+def _row_layout(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, tuple[int, ...]]:
+    """:func:`host_rows`' distance between rows (a multiple of the
+    alignment) and the strides of its view, by row shape and dtype."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    stride = -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
+    inner = tuple(dtype.itemsize * math.prod(shape[d + 1 :]) for d in range(len(shape)))
+    return stride, (stride, *inner)
 
 
 def empty(
