@@ -175,6 +175,31 @@ def test_stages_with_extern_functions_take_the_general_path():
         ember.runtime.remove_global_func("test_lane.copy")
 
 
+def test_a_stage_on_another_backend_takes_the_general_path(three_stages):
+    """The ``interp`` backend binds no native entry: no lane, same results."""
+    module, _ = three_stages
+    cfg = PipelineConfig.from_module(split_graph(module, ["relu", "add"], [0, 0]))
+    cfg.stages[1].target = "interp"
+    inputs = _inputs(10)
+    with PipelineModule(build(cfg), inline=True) as pipe:
+        outputs = [out[0].numpy() for out in pipe.map(inputs)]
+        assert pipe.inline_runs == len(inputs) and pipe.lane_windows == 0
+    for data, got in zip(inputs, outputs):
+        np.testing.assert_allclose(got, ember.interpret(module, "main", data)[0], rtol=1e-6)
+
+
+def test_a_narrow_first_window_does_not_narrow_the_lane(three_stages):
+    """The ring is made once, for LANE_WINDOW inputs, whatever window the
+    first ``map`` asked for."""
+    _, lib = three_stages
+    inputs = _inputs(2 * executor_module.LANE_WINDOW)
+    with PipelineModule(lib, inline=True) as pipe:
+        list(pipe.map(inputs[:2], window=1))
+        assert pipe.lane_windows == 2
+        list(pipe.map(inputs))
+        assert pipe.lane_windows == 2 + 2
+
+
 def test_a_call_list_runs_the_first_count_calls_in_order():
     """Three bound runs of ``y = x + x`` over their own buffers: ``run(2)``
     runs the first two, and reports what they took."""

@@ -1094,7 +1094,7 @@ class PipelineExecutor(PipelineInputs):
                 if not joins and self._lane_fits and self._runs_inline():
                     while pending:  # theirs come first
                         yield self._read_own(pending)
-                    joins = self._lane_is_free(lane_window)
+                    joins = self._lane_is_free()
                     if joins:
                         full = min(lane_window, self._lane.slots)  # type: ignore[union-attr]
                 if joins:
@@ -1120,15 +1120,14 @@ class PipelineExecutor(PipelineInputs):
                 except StageError:
                     pass
 
-    def _lane_is_free(self, window: int) -> bool:
+    def _lane_is_free(self) -> bool:
         """Whether ``map``'s next input may take the lane (its stages small
         enough to run inline): no other input anywhere in flight, and the
-        stages fit it (made here, with room for ``window`` inputs, on the
-        first such input)."""
+        stages fit it (made here, on the first such input)."""
         if self._workers.unread or self._workers.failure is not None:
             return False
         if self._lane is None:
-            self._lane = _Lane.create(self._lib, self._plans, window)
+            self._lane = _Lane.create(self._lib, self._plans, LANE_WINDOW)
             self._lane_fits = self._lane is not None
         return self._lane_fits
 
