@@ -30,6 +30,8 @@ Stages too small to gain from threads (together under
 :data:`INLINE_SECONDS` per input, as timed while they run) run back to
 back in the caller's thread instead (``inline=None``, the default;
 ``inline=False`` always uses the threads); ``inline_runs`` counts them.
+``map`` takes such inputs a window at a time through every stage with one
+native call (its lane, ``_Lane``: see docs/pipeline.md).
 
 Memory is bounded: at most ``max_in_flight`` inputs may be submitted and
 not yet read.  A ``run()`` beyond that raises :class:`PipelineFull` at once
@@ -1086,6 +1088,7 @@ class PipelineExecutor(PipelineInputs):
     ) -> Iterator[list[NDArray]]:
         pending: deque[int] = deque()
         batch: list[Mapping[str, NDArray | np.ndarray]] = []  # for the lane
+        full = lane_window  # a batch's size: at most the lane's slots
         try:
             for one in inputs:
                 staged = self._with_inputs(one, {}, "map()")
