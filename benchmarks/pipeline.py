@@ -17,7 +17,10 @@ builds, for ``llvm``:
   *pipelined (threads)* forces every input through the stage threads
   (``inline=False``); *pipelined (auto)* lets the executor run stages that
   are too small to pipeline back to back in the caller's thread
-  (``inline=None``, the default) and says which path ran;
+  (``inline=None``, the default) and says which path ran: how many inputs
+  ran inline, and in how many native calls of ``map``'s lane (a window of
+  inputs through both stage modules per call; the stages do not overlap
+  there);
 * *ray*: the same split through ``RayPipelineExecutor``, each stage an
   actor of a local one-node Ray started here (127.0.0.1 only), when ``ray``
   is installed (``ember[distributed]``), else the line says why not.
@@ -171,7 +174,10 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
             "pipelined (auto)",
             piped(auto),
             max(stage_seconds),
-            lambda: f"{auto.inline_runs} of {auto_inputs} inputs inline",
+            lambda: (
+                f"{auto.inline_runs} of {auto_inputs} inputs inline (stages back to back in "
+                f"the caller's thread), {auto.lane_windows} native calls of map's lane"
+            ),
         ),
     ]
     ray, why_not = ray_pipeline(lib) if with_ray else (None, "ray: skipped (--no-ray)")

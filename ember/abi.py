@@ -89,6 +89,11 @@ ALIGNMENT = 64
 TIMESPEC_BYTES = 16  # struct timespec: i64 seconds, i64 nanoseconds
 """One entry of the profile entry's clock array."""
 
+CLOCK_SYMBOL = "clock_gettime"
+"""libc's ``int clock_gettime(clockid_t, struct timespec *)``, which timed
+entries (and the pipeline lane's call list) read."""
+CLOCK_MONOTONIC = 1  # Linux's clockid_t
+
 OPS_ATTR = "ember.ops"
 FLOPS_ATTR = "ember.flops"
 """Attributes ``lower-graph-to-kernel{annotate=true}`` puts on each

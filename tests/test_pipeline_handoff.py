@@ -75,12 +75,14 @@ def test_buffers_are_recycled_and_outputs_stay_the_callers(three_stages, inline)
     inputs = _inputs(320)
     with PipelineModule(lib, inline=inline) as pipe:
         kept = [out[0] for out in pipe.map(inputs)]
-        # 3 pooled values (x, and %0 and %2 crossing cuts); map keeps at
-        # most 10 inputs in flight, so no value needs more than 10 buffers.
-        # Inline, map's lane runs every input in buffers of its own.
-        assert (0 if inline else 1) <= pipe.buffers_allocated <= 3 * 10
-        if inline:  # one input at a time: one buffer per value
-            assert pipe.buffers_allocated == 3
+        if inline:
+            # map's lane: a ring of LANE_WINDOW inputs, each with a buffer
+            # per value (x, %0 and %2 crossing cuts, and the output).
+            assert pipe.buffers_allocated == 4 * executor_module.LANE_WINDOW
+        else:
+            # 3 pooled values (x, %0, %2); map keeps at most 10 inputs in
+            # flight, so no value needs more than 10 buffers.
+            assert 1 <= pipe.buffers_allocated <= 3 * 10
         assert pipe.inline_runs == (320 if inline else 0)
     assert len(kept) == len(inputs)
     assert len({id(out) for out in kept}) == len(inputs)

@@ -62,6 +62,8 @@ from ember.dialects.graph import (
     numpy_dtype,
 )
 from ember.abi import (  # the calling convention; names kept here for old imports
+    CLOCK_MONOTONIC,
+    CLOCK_SYMBOL,
     EXTERN_SYMBOL,
     FLOPS_ATTR,
     OPS_ATTR,
@@ -77,10 +79,6 @@ from ember.errors import PassError
 from ember.passes.plan_memory import DIRECT, check_program, checked_plan, direct_outputs
 
 PTR = llvm.LLVMPointerType()
-
-CLOCK_SYMBOL = "clock_gettime"
-"""libc's ``int clock_gettime(clockid_t, struct timespec *)``."""
-CLOCK_MONOTONIC = 1  # Linux's clockid_t
 
 
 def _spec(name: str, value: SSAValue) -> BufferSpec:

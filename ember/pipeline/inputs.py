@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sized
+from functools import cache
 from typing import Any, Self
 
 import numpy as np
@@ -28,6 +29,11 @@ from ember.runtime.ndarray import NDArray, as_host_array
 from ember.runtime.ndarray import array as nd_array
 
 __all__ = ["PipelineInputs"]
+
+
+@cache
+def _numpy_dtype(name: str) -> np.dtype:
+    return np.dtype(name)  # ~0.2 µs a call: too much once per input
 
 
 class PipelineInputs(ABC):
@@ -103,6 +109,8 @@ class PipelineInputs(ABC):
             self._staged[name] = nd_array(values)
 
     def _input_name(self, key: Any) -> str:
+        if key in self._input_specs:  # the common case first: map and submit check every input
+            return key
         names = list(self._input_specs)
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             if not 0 <= key < len(names):
@@ -111,8 +119,6 @@ class PipelineInputs(ABC):
                     f"({self._describe_inputs()})"
                 )
             return names[key]
-        if key in self._input_specs:
-            return key
         if key in self._lib.params:
             raise PipelineError(
                 f"{key!r} was bound at build time (ember.pipeline.build(..., params=...)) and is "
@@ -132,7 +138,7 @@ class PipelineInputs(ABC):
 
     def _checked(self, name: str, value: Any) -> np.ndarray:
         spec = self._input_specs[name]
-        dtype = np.dtype(spec.dtype)
+        dtype = _numpy_dtype(spec.dtype)
         # Checked for every input of map/submit: no message is formatted,
         # and no dtype name read (slow in numpy), unless something is wrong.
         values = (
@@ -157,6 +163,13 @@ class PipelineInputs(ABC):
     ) -> dict[str, NDArray | np.ndarray]:
         """The staged inputs with ``inputs`` and ``named`` (checked; the
         executor copies them when it queues them) on top."""
+        staged: dict[str, NDArray | np.ndarray] = dict(self._staged)
+        if isinstance(inputs, np.ndarray) and not named:
+            # One array for the one input, the common case (map, submit):
+            # nothing more to look up, nothing can be missing.
+            name = self._only_input(what)
+            staged[name] = self._checked(name, inputs)
+            return staged
         given: list[tuple[str | int, Any]] = []
         if isinstance(inputs, Mapping):
             given += inputs.items()
@@ -168,24 +181,28 @@ class PipelineInputs(ABC):
                 )
             given += enumerate(inputs)
         elif inputs is not None:
-            if self.num_inputs != 1:
-                raise PipelineError(
-                    f"{what}: pipeline @{self._lib.name} has {self.num_inputs} inputs "
-                    f"({self._describe_inputs()}); give a dict by name or a tuple by position"
-                )
-            given.append((0, inputs))
+            given.append((self._only_input(what), inputs))
         given += named.items()
-        staged: dict[str, NDArray | np.ndarray] = dict(self._staged)
         for key, value in given:
             name = self._input_name(key)
             staged[name] = self._checked(name, value)
-        missing = [name for name in self._input_specs if name not in staged]
-        if missing:
+        if len(staged) < len(self._input_specs):  # staged holds input names only
+            missing = [name for name in self._input_specs if name not in staged]
             raise PipelineError(
                 f"{what}: input(s) not given: {', '.join(missing)}; give them or call "
                 "set_input(name, array) first"
             )
         return staged
+
+    def _only_input(self, what: str) -> str:
+        """The name of the one global input that an array alone gives."""
+        if len(self._input_specs) == 1:
+            (name,) = self._input_specs
+            return name
+        raise PipelineError(
+            f"{what}: pipeline @{self._lib.name} has {self.num_inputs} inputs "
+            f"({self._describe_inputs()}); give a dict by name or a tuple by position"
+        )
 
     def _map_window(self, window: Any, default: int) -> int:
         """``map``'s checked ``window`` (``default`` when None, at most

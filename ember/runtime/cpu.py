@@ -59,6 +59,7 @@ from ember.abi import (
 )
 from ember.errors import ArtifactError, EmberError
 from ember.runtime import elf
+from ember.runtime.call_list import NativeRun
 from ember.runtime.jit import bounds_error_pending, load_native, raise_bounds_error
 from ember.runtime.artifact import (
     DTYPE,
@@ -333,6 +334,14 @@ class LLVMModule(Module):
                 invoke(entry, arguments)
 
         run.buffers = buffers  # type: ignore[attr-defined]
+        # For a CallList (several bound runs in one native call); not where
+        # errors come back through Python (extern functions) or the entry
+        # takes more than the frame.
+        run.native = (  # type: ignore[attr-defined]
+            None
+            if extra or self._layout.externs
+            else NativeRun(ctypes.cast(entry, ctypes.c_void_p).value, frame, lock)
+        )
         return run
 
     def _invoke(self, entry: Any, arguments: tuple[Any, ...]) -> None:

@@ -156,6 +156,10 @@ def _resolve_runtime_symbols() -> None:
 
 _bounds_lock = threading.Lock()
 _bounds_failures: list[str] = []
+_bounds_flag = ctypes.c_int32(0)
+"""Nonzero while a failure is recorded: native code that chains calls
+(:mod:`ember.runtime.call_list`) reads it after each call to stop at the
+one that failed."""
 
 
 def _report_out_of_bounds(site: bytes, index: int, size: int) -> None:
@@ -166,6 +170,7 @@ def _report_out_of_bounds(site: bytes, index: int, size: int) -> None:
                 f"{site.decode(errors='replace')} is {index}, out of bounds for size "
                 f"{size} (valid: 0 to {size - 1}); the kernel stopped there"
             )
+            _bounds_flag.value = 1
 
 
 _bounds_reporter = BOUNDS_REPORTER_PROTOTYPE(_report_out_of_bounds)
@@ -192,7 +197,14 @@ def raise_bounds_error(what: str) -> None:
         if not _bounds_failures:
             return
         message = _bounds_failures.pop()
+        _bounds_flag.value = 0
     raise RuntimeFailure(f"{what}: {message}")
+
+
+def bounds_flag_address() -> int:
+    """The address of an ``i32`` that is nonzero while :func:`raise_bounds_error`
+    would raise, for native code that checks between calls."""
+    return ctypes.addressof(_bounds_flag)
 
 
 def assembly(llvm_ir: str, target: Target = HOST) -> str:

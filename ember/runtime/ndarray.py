@@ -18,6 +18,7 @@ host allocation.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -321,16 +322,42 @@ def array(source: Any, device: Device | None = None, dtype: Any = None) -> NDArr
 _HOST = cpu(0)
 
 
-def host_copy(values: np.ndarray) -> NDArray:
-    """A new host NDArray holding ``values``, for the runtime's own arrays
-    (a supported dtype, a size allocated before): the per-input outputs of
-    a pipeline, without :func:`array`'s checks and conversions."""
-    storage, address = _aligned_storage(values.nbytes, values.dtype, values.shape)
-    np.copyto(storage, values)
-    result = NDArray.__new__(NDArray)
-    result._storage, result._device = storage, _HOST
-    result._data_ptr, result._dtype_name = address, _dtype_name(values.dtype)
-    return result
+def host_rows(
+    count: int, shape: tuple[int, ...], dtype: np.dtype
+) -> tuple[np.ndarray, list[NDArray]]:
+    """``count`` new host NDArrays of ``shape`` in one allocation, each
+    starting on its own aligned boundary, and a ``(count, *shape)`` view
+    of them all, for the runtime's own arrays (a supported dtype): one
+    numpy call fills or reads every row where one call per array would
+    cost microseconds each (a pipeline's window of inputs or outputs).
+    Each array keeps the whole allocation alive."""
+    stride, strides = _row_layout(shape, dtype)
+    raw = np.empty(count * stride + ALIGNMENT, np.uint8)
+    address = _address(raw)
+    offset = -address % ALIGNMENT
+    address += offset
+    rows = np.ndarray((count, *shape), dtype, raw, offset, strides)
+    name = _dtype_name(dtype)
+    # Iterating gives each row's view (but a 0-d row as a scalar).
+    views = list(rows) if shape else [rows[i, ...] for i in range(count)]
+    arrays = []
+    for view in views:
+        array = NDArray.__new__(NDArray)
+        array._storage, array._device = view, _HOST
+        array._data_ptr, array._dtype_name = address, name
+        address += stride
+        arrays.append(array)
+    return rows, arrays
+
+
+@functools.cache
+def _row_layout(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, tuple[int, ...]]:
+    """:func:`host_rows`' distance between rows (a multiple of the
+    alignment) and the strides of its view, by row shape and dtype."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    stride = -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
+    inner = tuple(dtype.itemsize * math.prod(shape[d + 1 :]) for d in range(len(shape)))
+    return stride, (stride, *inner)
 
 
 def empty(
