@@ -41,15 +41,16 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def compiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts LLVM compilations (the llvm backend imports compile_llvm per build)."""
+    """Counts LLVM compilations (the llvm backend imports compile_llvm_ir
+    per build; compile_llvm calls it too)."""
     calls: list[int] = []
-    original = jit.compile_llvm
+    original = jit.compile_llvm_ir
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jit, "compile_llvm", counting)
+    monkeypatch.setattr(jit, "compile_llvm_ir", counting)
     return calls
 
 

@@ -59,6 +59,7 @@ from ember.runtime.artifact import (
     STRING,
     check_schema,
 )
+from ember.runtime.memory import return_free_pages
 from ember.runtime.module import FunctionSignature, Module
 from ember.runtime.ndarray import ALIGNMENT, NDArray, as_ndarray, empty_aligned, is_aligned
 from ember.runtime.registry import call_dps_packed_into
@@ -74,6 +75,9 @@ CONSTANTS_FILE = "constants.bin"
 RELEASE_BYTES = 8 << 20
 """Builds whose bound params take at least this many bytes release the
 dead IR and free heap pages between stages (:func:`release_free_memory`)."""
+TRIM_BYTES = 256 << 10
+"""A constant at least this big, once copied into the blob, has its heap
+pages returned before the next is copied (:func:`pack_constants`)."""
 
 LAYOUT_DIGEST_SYMBOL = "__ember_layout_sha256"
 """A constant in the object code: the sha256 (hex) of the frame layout it
@@ -256,7 +260,7 @@ class LLVMModule(Module):
         from dataclasses import replace
 
         from ember import compiler
-        from ember.runtime.jit import compile_llvm
+        from ember.runtime.jit import compile_llvm_ir, translate
         from ember.runtime.memory import release_free_memory
         from ember.runtime.module import extern_function_names
 
@@ -291,8 +295,11 @@ class LLVMModule(Module):
         if layout.externs:
             _install_callback()
         program.module.body.block.add_op(_digest_global(layout))
-        jit = compile_llvm(program.module, options.target)
-        del program
+        llvm_ir = translate(program.module, options.target)
+        del program  # the llvm-dialect IR, before LLVM needs its memory
+        release()
+        jit = compile_llvm_ir(llvm_ir, options.target)
+        del llvm_ir
         release()
         return cls(signature, params, externs, jit, layout, blob)
 
@@ -560,18 +567,22 @@ def pack_constants(layout: ProgramLayout, arrays: list[np.ndarray]) -> np.ndarra
     """The constants in one aligned blob (``constants.bin``'s content).
 
     Takes the arrays out of ``arrays`` one by one, so that each is freed
-    once copied: the weights are never all in memory twice."""
+    once copied, and the blob's zero pages take memory only as a constant
+    is copied in: the weights are never all in memory twice."""
     offsets, size = constant_offsets(layout.constants)
     if len(arrays) != len(offsets):
         raise EmberError(f"{len(arrays)} constants for the {len(offsets)} slots of the layout")
+    # Zeros, the padding too: exports of one build are byte for byte equal.
     blob = empty_aligned(
-        (size,), np.uint8, what=f"the constants of @{layout.function} (its weights)"
+        (size,), np.uint8, what=f"the constants of @{layout.function} (its weights)", zeroed=True
     )
-    blob[:] = 0  # the padding too: exports of one build are byte for byte equal
     arrays.reverse()
     for offset, spec in zip(offsets, layout.constants):
         raw = np.ascontiguousarray(arrays.pop(), dtype=spec.dtype).reshape(-1).view(np.uint8)
         blob[offset : offset + raw.size] = raw
+        if raw.size >= TRIM_BYTES:
+            del raw  # the last reference to the constant's array
+            return_free_pages()
     return blob
 
 

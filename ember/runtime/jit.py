@@ -193,11 +193,14 @@ def translate(module: ModuleOp, target: Target = HOST) -> str:
     from xdsl.backend.llvm.convert import convert_module
 
     machine = _shared_target_machine(target)
-    ir_module = convert_module(
-        module,
-        fallback_target_triple=machine.triple,
-        data_layout=str(machine.target_data),
-    )
+    try:
+        ir_module = convert_module(
+            module,
+            fallback_target_triple=machine.triple,
+            data_layout=str(machine.target_data),
+        )
+    except (RuntimeError, NotImplementedError) as e:
+        raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     for op in module.ops:
         if isinstance(op, llvm_dialect.FuncOp) and op.passthrough is not None:
             with_string_attributes(
@@ -322,8 +325,15 @@ def compile_llvm(module: ModuleOp, target: Target = HOST) -> JitModule:
     holds the machine code alone, not the LLVM module it came from, and an
     export reuses the object without generating code again."""
     _check_llvm_only(module)
+    return compile_llvm_ir(translate(module, target), target)
+
+
+def compile_llvm_ir(llvm_ir: str, target: Target = HOST) -> JitModule:
+    """:func:`compile_llvm` from the unoptimised LLVM IR text that
+    :func:`translate` makes: the caller may drop the llvm-dialect module
+    first, so that it and LLVM's module are not in memory together."""
     try:
-        llvm_ir = optimize(translate(module, target), target)
+        llvm_ir = optimize(llvm_ir, target)
         obj = _shared_target_machine(target).emit_object(_llvm().parse_assembly(llvm_ir))
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
