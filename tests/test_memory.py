@@ -193,3 +193,139 @@ def test_an_empty_constants_file_is_checked_too(tmp_path: Path) -> None:
     (path / "manifest.json").write_text(json.dumps(seal(manifest)))
     with pytest.raises(ember.ArtifactError, match="constants.bin does not match its checksum"):
         ember.load_module(path)
+
+
+# -- weights once during the build: constants hold arrays, originals die --------
+
+CONV_BN = """
+func.func @main(%x: tensor<1x8x8x8xf32>, %w: tensor<16x8x3x3xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>, %m: tensor<16xf32>, %v: tensor<16xf32>) -> tensor<1x16x8x8xf32> {
+  %c = graph.conv2d %x, %w {padding = [1, 1, 1, 1]} : (tensor<1x8x8x8xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x8x8xf32>
+  %n = graph.batch_norm %c, %g, %b, %m, %v : (tensor<1x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<1x16x8x8xf32>
+  func.return %n : tensor<1x16x8x8xf32>
+}
+"""
+
+
+def conv_bn_params() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(3)
+    params = {
+        "w": rng.standard_normal((16, 8, 3, 3)).astype(np.float32),
+        "g": rng.uniform(0.5, 2.0, 16).astype(np.float32),
+        "b": rng.standard_normal(16).astype(np.float32),
+        "m": rng.standard_normal(16).astype(np.float32),
+        "v": rng.uniform(0.5, 2.0, 16).astype(np.float32),
+    }
+    return params
+
+
+def frozen(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Read-only views of ``params``, as ember.build binds them."""
+    views = {name: array.view() for name, array in params.items()}
+    for view in views.values():
+        view.flags.writeable = False
+    return views
+
+
+def constants_of(module) -> dict[str, "ConstantOp"]:  # noqa: F821
+    from ember.dialects.graph import ConstantOp
+
+    return {op.result.name_hint: op for op in module.walk() if isinstance(op, ConstantOp)}
+
+
+def test_binding_holds_a_read_only_param_and_copies_a_writable_one() -> None:
+    text, params = chain_network(layers=2, width=16)
+    views = frozen(params)
+    held = constants_of(ember.bind_params(ember.parse(text), views))
+    copied_module = ember.bind_params(ember.parse(text), params)
+    copied = constants_of(copied_module)
+    for name in params:
+        assert np.shares_memory(held[name].to_array(copy=False), views[name])
+        assert not np.shares_memory(copied[name].to_array(copy=False), params[name])
+    # Held or copied, a constant is the same attribute: same text, equal, same hash.
+    text_held = ember.to_text(held["w1"].parent_op().parent_op())
+    assert text_held == ember.to_text(copied_module)
+    attr, twin = held["w1"].attributes["value"], copied["w1"].attributes["value"]
+    reparsed = constants_of(ember.parse(text_held))["w1"].attributes["value"]
+    assert attr == twin == reparsed and hash(attr) == hash(twin) == hash(reparsed)
+    # The caller may change a writable array afterwards: the copy does not see it.
+    before = copied["w0"].to_array()
+    params["w0"][:] = 0
+    np.testing.assert_array_equal(copied["w0"].to_array(), before)
+
+
+def test_cse_merges_held_and_copied_constants_of_equal_values() -> None:
+    t = "tensor<4x32xf32>"
+    text = (
+        f"func.func @main(%a: {t}, %b: {t}, %c: {t}) -> {t} {{\n"
+        f"  %s = graph.add %a, %b : ({t}, {t}) -> {t}\n"
+        f"  %r = graph.add %s, %c : ({t}, {t}) -> {t}\n"
+        f"  func.return %r : {t}\n}}\n"
+    )
+    values = np.arange(128, dtype=np.float32).reshape(4, 32)
+    (view,) = frozen({"a": values}).values()
+    bound = ember.bind_params(ember.parse(text), {"a": view, "b": view, "c": values.copy()})
+    assert len(constants_of(bound)) == 3
+    merged = ember.apply_passes(bound, "cse")
+    assert len(constants_of(merged)) == 1
+    np.testing.assert_array_equal(
+        ember.interpret(merged, "main")[0], ember.interpret(bound, "main")[0]
+    )
+
+
+def test_the_build_binds_params_without_copying_or_changing_them() -> None:
+    from ember.compiler import CompileOptions, to_graph
+
+    text, params = chain_network(layers=2, width=16)
+    views = frozen(params)
+    graph = to_graph(ember.parse(text), views, CompileOptions(graph_pipeline=""))
+    for name, constant in constants_of(graph).items():
+        assert np.shares_memory(constant.to_array(copy=False), params[name])
+    lib = ember.build(text, "llvm", params=params, cache=False)
+    assert all(array.flags.writeable for array in params.values())  # the caller's flags
+    x = np.random.default_rng(4).standard_normal((1, 16)).astype(np.float32)
+    expected = ember.interpret(ember.bind_params(ember.parse(text), params), "main", x)[0]
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_packing_drops_each_folded_weight_as_soon_as_it_is_packed() -> None:
+    from ember.compiler import to_graph, to_kernel
+
+    params = conv_bn_params()
+    graph = to_graph(ember.parse(CONV_BN), frozen(params))
+    scaled = constants_of(graph)["w_scaled"]  # batch_norm folded: an ember-made array
+    # The memory the constant holds (the exporter of its bytes' memoryview).
+    memory = weakref.ref(scaled.attributes["value"].data.data.obj)
+    del scaled
+    assert memory() is not None
+    gc.disable()  # its op's reference cycles are not what frees it
+    try:
+        kernel = to_kernel(graph, copy=False)
+        assert memory() is None
+    finally:
+        gc.enable()
+    assert "w_scaled_packed" in constants_of(kernel) and "w_scaled" not in constants_of(kernel)
+    x = np.random.default_rng(5).standard_normal((1, 8, 8, 8)).astype(np.float32)
+    lib = ember.build(CONV_BN, "llvm", params=params, cache=False)
+    expected = ember.interpret(ember.bind_params(ember.parse(CONV_BN), params), "main", x)[0]
+    ex = ember.GraphExecutor(lib, ember.cpu(0))
+    ex.set_input("x", x)
+    ex.run()
+    np.testing.assert_allclose(ex.get_output(0).numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_folding_a_scale_into_a_weight_rounds_once_from_f64() -> None:
+    """The fold multiplies block by block in f64: the same values as
+    ``(W.astype(f64) * s).astype(f32)``, without that f64 copy of W."""
+    t_w, t_x, t_y = "tensor<16x8x3x3xf32>", "tensor<1x8x8x8xf32>", "tensor<1x16x8x8xf32>"
+    text = (
+        f"func.func @main(%x: {t_x}, %w: {t_w}, %s: tensor<1x16x1x1xf32>) -> {t_y} {{\n"
+        f"  %c = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : ({t_x}, {t_w}) -> {t_y}\n"
+        f"  %y = graph.multiply %c, %s : ({t_y}, tensor<1x16x1x1xf32>) -> {t_y}\n"
+        f"  func.return %y : {t_y}\n}}\n"
+    )
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    s = rng.uniform(0.1, 3.0, (1, 16, 1, 1)).astype(np.float32)
+    folded = ember.apply_passes(ember.bind_params(ember.parse(text), {"w": w, "s": s}), "fold-constants")
+    expected = (w.astype(np.float64) * s.reshape(16, 1, 1, 1).astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(constants_of(folded)["w_scaled"].to_array(), expected)

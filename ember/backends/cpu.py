@@ -13,6 +13,7 @@ MCJIT and calls it — nothing is compiled there.
 Below the program level, for kernels alone:
 
 * :func:`emit_object` — llvm-dialect module → (optimised IR, object bytes);
+  :func:`emit_ir_object` the same from unoptimised LLVM IR text;
 * :func:`compile_llvm` — the same, linked into this process
   (a :class:`~ember.runtime.jit.JitModule`);
 * :func:`compile_kernels` — kernel-dialect functions lowered and compiled;
@@ -48,6 +49,7 @@ __all__ = [
     "CpuBackend",
     "compile_kernels",
     "compile_llvm",
+    "emit_ir_object",
     "emit_object",
     "optimize",
     "translate",
@@ -110,8 +112,11 @@ class CpuBackend(Backend):
         ]
         blob = pack_constants(layout, program.constants)  # empties the list
         program.module.body.block.add_op(_digest_global(layout))
-        llvm_ir, obj = emit_object(program.module, options.target)
-        del program
+        _check_llvm_only(program.module)
+        llvm_ir = translate(program.module, options.target)
+        del program  # the llvm-dialect IR, before LLVM needs its memory
+        release()
+        llvm_ir, obj = emit_ir_object(llvm_ir, options.target)
         release()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
         return Artifact(self.kind, signature, tuple(params), externs, code)
@@ -149,11 +154,14 @@ def translate(module: ModuleOp, target: Target = Target()) -> str:
     from xdsl.backend.llvm.convert import convert_module
 
     machine = _shared_target_machine(target)
-    ir_module = convert_module(
-        module,
-        fallback_target_triple=machine.triple,
-        data_layout=str(machine.target_data),
-    )
+    try:
+        ir_module = convert_module(
+            module,
+            fallback_target_triple=machine.triple,
+            data_layout=str(machine.target_data),
+        )
+    except (RuntimeError, NotImplementedError) as e:
+        raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     for op in module.ops:
         if isinstance(op, llvm_dialect.FuncOp) and op.passthrough is not None:
             with_string_attributes(
@@ -198,8 +206,15 @@ def emit_object(module: ModuleOp, target: Target = Target()) -> tuple[str, bytes
     """A module of llvm-dialect ops as (optimised LLVM IR text, object file)
     for ``target``'s CPU."""
     _check_llvm_only(module)
+    return emit_ir_object(translate(module, target), target)
+
+
+def emit_ir_object(llvm_ir: str, target: Target = Target()) -> tuple[str, bytes]:
+    """:func:`emit_object` from the unoptimised LLVM IR text that
+    :func:`translate` makes: the caller may drop the llvm-dialect module
+    first, so that it and LLVM's module are not in memory together."""
     try:
-        llvm_ir = optimize(translate(module, target), target)
+        llvm_ir = optimize(llvm_ir, target)
         obj = _shared_target_machine(target).emit_object(_llvm().parse_assembly(llvm_ir))
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None

@@ -1606,20 +1606,41 @@ class ConstantOp(GraphOp):
         return t
 
     @classmethod
-    def from_array(cls, array: Any) -> ConstantOp:
+    def from_array(cls, array: Any, *, copy: bool | None = None) -> ConstantOp:
         """A constant holding a numpy array (f32, f16, i32 or i64).
+
+        The constant holds the array's memory, not a copy of it, where it can:
+        a read-only array is held as it is (whoever froze it promises not to
+        change it through another view: ``ember.build`` freezes views of its
+        params for the build's duration); a writable one is copied, since its
+        owner may change it later.  ``copy=False`` hands a fresh array over
+        (a folded or packed weight): it is made read-only and held.  The
+        attribute is xDSL's ``dense`` as ever: it prints, parses, hashes and
+        compares like one made from bytes (:func:`held_bytes`).
 
         An array whose elements are all equal is stored as one element, a
         splat, as MLIR stores ``dense<1.0>``.
         """
-        array = np.ascontiguousarray(array).reshape(np.shape(array))
+        array = np.asarray(array)
+        array = array.astype(array.dtype.newbyteorder("<"), order="C", copy=False)
+        if copy is False:
+            array.flags.writeable = False
+        elif copy or array.flags.writeable:
+            array = array.copy()
+            array.flags.writeable = False
         t = tensor_type(array.shape, array.dtype)
-        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
-        value = DenseIntOrFPElementsAttr(t, _bytes_attr(_splat_bytes(data, array)))
+        flat = array.reshape(-1)
+        if _is_splat(flat):
+            data: bytes | memoryview = flat[:1].tobytes()
+        else:
+            data = held_bytes(flat)
+        value = DenseIntOrFPElementsAttr(t, _bytes_attr(data))
         return cls.create(result_types=[t], attributes={"value": value})
 
-    def to_array(self) -> np.ndarray:
-        """The value as a numpy array (a fresh, writable copy).
+    def to_array(self, copy: bool = True) -> np.ndarray:
+        """The value as a numpy array: a fresh, writable copy, or with
+        ``copy=False`` a read-only view of the constant's memory (a splat
+        broadcast from its one element), which costs nothing.
 
         Checked against ember's allocation limit first: a splat of a huge
         type is an :class:`~ember.errors.AllocationError` naming this op.
@@ -1628,18 +1649,43 @@ class ConstantOp(GraphOp):
         func = self.parent_op()
         where = f" in @{func.sym_name.data}" if isinstance(func, FuncOp) else ""
         what = f"graph.constant{' %' + hint if hint else ''}{where}"
-        return dense_to_array(self.attributes["value"], what)
+        return dense_to_array(self.attributes["value"], what, copy)
+
+    def erase(self, safe_erase: bool = True, drop_references: bool = True) -> None:
+        """Erase the op and let go of its value at once: a weight's array is
+        freed when its last holder drops it, not when the garbage collector
+        gets round to the op's reference cycles (op <-> results)."""
+        super().erase(safe_erase, drop_references)
+        self.attributes.pop("value", None)
 
 
-def _splat_bytes(data: bytes, array: np.ndarray) -> bytes:
-    """``data``, or its first element alone when every element has its bytes."""
-    itemsize = array.dtype.itemsize
-    if array.size <= 1 or data[:itemsize] * array.size != data:
-        return data
-    return data[:itemsize]
+class _HashableArray(np.ndarray):
+    """An ndarray a memoryview can be hashed over (numpy arrays are
+    unhashable, and a memoryview hashes only over a hashable exporter); the
+    memoryview's hash is that of its bytes, never this object's."""
+
+    __hash__ = object.__hash__
 
 
-def _bytes_attr(data: bytes):
+def held_bytes(array: np.ndarray) -> memoryview:
+    """The bytes of read-only, C-contiguous ``array`` without copying them: a
+    read-only memoryview that hashes and compares as the equal ``bytes`` do,
+    so a ``BytesAttr`` (and a ``dense`` attribute) over it is interchangeable
+    with one over bytes, for CSE and the compile cache alike."""
+    assert not array.flags.writeable and array.flags.c_contiguous
+    return memoryview(array.view(_HashableArray)).cast("B")
+
+
+def _is_splat(flat: np.ndarray) -> bool:
+    """Whether the 1-D ``flat`` has more than one element, all with the same
+    bytes (compared as unsigned integers: NaNs and -0.0 count as bytes)."""
+    if flat.size <= 1:
+        return False
+    bits = flat.view(np.dtype(f"u{flat.dtype.itemsize}"))
+    return bool(bits[0] == bits[1]) and bool(np.all(bits == bits[0]))
+
+
+def _bytes_attr(data: bytes | memoryview):
     from xdsl.dialects.builtin import BytesAttr
 
     return BytesAttr(data)
@@ -1654,8 +1700,11 @@ def splat_value(attr: DenseIntOrFPElementsAttr) -> np.generic | None:
     return np.frombuffer(attr.data.data, dtype=dtype)[0]
 
 
-def dense_to_array(attr: Attribute, what: str = "a dense constant") -> np.ndarray:
-    """A dense elements attribute as a numpy array (splats expanded).
+def dense_to_array(
+    attr: Attribute, what: str = "a dense constant", copy: bool = True
+) -> np.ndarray:
+    """A dense elements attribute as a numpy array (splats expanded): a
+    writable copy, or with ``copy=False`` a read-only view of its bytes.
 
     The values are materialised only here, after a check against the
     allocation limit (:func:`ember.limits.check_array`) that names ``what``.
@@ -1668,9 +1717,12 @@ def dense_to_array(attr: Attribute, what: str = "a dense constant") -> np.ndarra
     shape = tuple(t.get_shape())
     check_array(shape, dtype, f"{what} ({type_str(t)})")
     flat = np.frombuffer(attr.data.data, dtype=dtype)
+    native = dtype.newbyteorder("=")
     if flat.size == 1 and math.prod(shape) != 1:
-        return np.full(shape, flat[0], dtype=dtype.newbyteorder("="))
-    return flat.reshape(shape).astype(dtype.newbyteorder("="), copy=True)
+        if not copy:
+            return np.broadcast_to(flat.astype(native, copy=False), shape)
+        return np.full(shape, flat[0], dtype=native)
+    return flat.reshape(shape).astype(native, copy=copy)
 
 
 # --------------------------------------------------------------------------

@@ -161,7 +161,7 @@ class _ProgramTranslator:
                 _spec(op.result.name_hint or f"const{i}", op.result)
             )
             if not self.profile:  # the plain entry's translation returns them
-                self.constants.append(op.to_array())
+                self.constants.append(op.to_array(copy=False))
 
         n_in, n_out = len(self.layout.inputs), len(self.layout.outputs)
         for i, arg in enumerate(body.args):

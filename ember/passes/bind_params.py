@@ -141,7 +141,8 @@ def _as_array(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
 
 def _checked_array(value: Any, arg: BlockArgument, func: FuncOp) -> np.ndarray:
     """``value`` as an array of exactly the argument's shape and dtype (not
-    copied here: the constant made from it copies its bytes)."""
+    copied here: the constant made from it holds a read-only array as it is
+    and copies a writable one, :meth:`ConstantOp.from_array`)."""
     what = f"bind-params: argument %{_argument_name(arg)} of @{func.sym_name.data}"
     t = arg.type
     if not isinstance(t, TensorType):
@@ -226,7 +227,10 @@ def bind_params(module: ModuleOp, params: Mapping[str, Any], *, entry: str = "ma
     ``params`` maps argument names (``"w0"`` for ``%w0``; ``"argN"`` for an
     unnamed argument) to arrays (numpy, DLPack, ember NDArray; Python lists
     take the argument's dtype).  Each array must have exactly its argument's
-    shape and dtype; it is copied.  The bound arguments leave the signature:
+    shape and dtype.  A writable array is copied; a read-only one is held
+    as it is, without a copy (so do not change it through another view while
+    the module lives: ``ember.build`` binds read-only views of its params for
+    the build's duration).  The bound arguments leave the signature:
     call the result with the remaining arguments, in their order.
 
     Raises :class:`PassError` for an unknown name (listing the arguments), a

@@ -65,9 +65,10 @@ __all__ = [
 
 
 def constant_array(value: SSAValue) -> np.ndarray | None:
-    """The value of ``value`` if a ``graph.constant`` defines it, else None."""
+    """The value of ``value`` if a ``graph.constant`` defines it, else None
+    (read-only: a view of the constant's memory, not a copy)."""
     owner = value.owner
-    return owner.to_array() if isinstance(owner, ConstantOp) else None
+    return owner.to_array(copy=False) if isinstance(owner, ConstantOp) else None
 
 
 def _materialisable(value: SSAValue) -> bool:
@@ -104,7 +105,7 @@ class EvaluateConstantOp(RewritePattern):
         inputs = [constant_array(v) for v in op.operands]
         value = evaluate(op, [a for a in inputs if a is not None])
         operands = list(op.operands)
-        constant = ConstantOp.from_array(value)
+        constant = ConstantOp.from_array(value, copy=False)
         remarks.inherit_location(op, [constant])
         if remarks.enabled():
             remarks.applied(
@@ -164,13 +165,16 @@ def _fold_scale_into_weight(
             continue
         # Output channel o of conv2d/dense reads only weight[o]: scale it there.
         factors = vector.reshape((-1,) + (1,) * (weight.ndim - 1))
+        # In f64, rounded once; numpy's buffered loop converts a block at a
+        # time, so no f64 copy of the whole weight is made.
+        scaled = np.empty_like(weight)
         with np.errstate(all="ignore"):
-            scaled = (weight.astype(np.float64) * factors).astype(weight.dtype)
+            np.multiply(weight, factors, out=scaled, dtype=np.float64, casting="unsafe")
         if not np.all(np.isfinite(scaled)):
             # An overflowing or non-finite weight would turn a rounding change
             # into a different result (inf * 0 is NaN): keep the multiply.
             continue
-        new_weight = ConstantOp.from_array(scaled)
+        new_weight = ConstantOp.from_array(scaled, copy=False)
         if (weight_name := anchor.operands[1].name_hint) is not None:
             new_weight.results[0].name_hint = f"{weight_name}_scaled"
         folded = anchor_type.create(

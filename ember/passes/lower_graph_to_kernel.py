@@ -92,7 +92,9 @@ class WeightPacker:
         constant = found[0].owner
         key = (constant, packing)
         if key not in self.packed:
-            new = ConstantOp.from_array(packing.pack(constant.to_array()))
+            new = ConstantOp.from_array(
+                packing.pack(constant.to_array(copy=False)), copy=False
+            )
             block = constant.parent_block()
             assert block is not None  # constants live in function bodies
             block.insert_op_after(new, constant)
@@ -103,7 +105,10 @@ class WeightPacker:
         return replace(group, packed=(weight,)), operands
 
     def erase_unused_originals(self) -> None:
-        """Drop constants that only fed packed kernels."""
+        """Drop constants that only fed packed kernels (their arrays go with
+        them, :meth:`ConstantOp.erase`): called after each kernel call, so
+        that an original dies as soon as its last user is packed and the
+        weights are never all held twice."""
         for constant, _ in self.packed:
             block = constant.parent_block()
             if block is not None and not constant.results[0].uses:
@@ -232,4 +237,4 @@ class LowerGraphToKernelPass(ModulePass):
                 annotation = profile_attributes(group.ops) if self.annotate else {}
                 call = replace_with_call(group, table.name_for(group), operands)
                 call.attributes.update(annotation)
-        packer.erase_unused_originals()
+                packer.erase_unused_originals()

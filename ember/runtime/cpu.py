@@ -68,6 +68,7 @@ from ember.runtime.artifact import (
     STRING,
     check_schema,
 )
+from ember.runtime.memory import return_free_pages
 from ember.runtime.module import Artifact, FunctionSignature, Module
 from ember.runtime.ndarray import NDArray, as_ndarray, empty_aligned, is_aligned
 from ember.runtime.registry import call_dps_packed_into
@@ -79,6 +80,9 @@ if TYPE_CHECKING:
 OBJECT_FILE = "program.o"
 LAYOUT_FILE = "layout.json"
 CONSTANTS_FILE = "constants.bin"
+TRIM_BYTES = 256 << 10
+"""A constant at least this big, once copied into the blob, has its heap
+pages returned before the next is copied (:func:`pack_constants`)."""
 
 _BUFFER = {"name": STRING, "shape": [NATURAL], "dtype": DTYPE}
 LAYOUT_SCHEMA = {
@@ -534,18 +538,22 @@ def pack_constants(layout: ProgramLayout, arrays: list[np.ndarray]) -> np.ndarra
     """The constants in one aligned blob (``constants.bin``'s content).
 
     Takes the arrays out of ``arrays`` one by one, so that each is freed
-    once copied: the weights are never all in memory twice."""
+    once copied, and the blob's zero pages take memory only as a constant
+    is copied in: the weights are never all in memory twice."""
     offsets, size = constant_offsets(layout.constants)
     if len(arrays) != len(offsets):
         raise EmberError(f"{len(arrays)} constants for the {len(offsets)} slots of the layout")
+    # Zeros, the padding too: exports of one build are byte for byte equal.
     blob = empty_aligned(
-        (size,), np.uint8, what=f"the constants of @{layout.function} (its weights)"
+        (size,), np.uint8, what=f"the constants of @{layout.function} (its weights)", zeroed=True
     )
-    blob[:] = 0  # the padding too: exports of one build are byte for byte equal
     arrays.reverse()
     for offset, spec in zip(offsets, layout.constants):
         raw = np.ascontiguousarray(arrays.pop(), dtype=spec.dtype).reshape(-1).view(np.uint8)
         blob[offset : offset + raw.size] = raw
+        if raw.size >= TRIM_BYTES:
+            del raw  # the last reference to the constant's array
+            return_free_pages()
     return blob
 
 

@@ -11,7 +11,9 @@ per tensor, what planning saves against.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
+from typing import Any
 
 __all__ = ["MemoryReport"]
 
@@ -60,12 +62,31 @@ def release_free_memory() -> None:
     pages, so RSS after ``ember.build`` reflects what the module holds.
     Elsewhere (other C libraries) only the collection runs.
     """
-    import ctypes
     import gc
 
     gc.collect()
+    return_free_pages()
+
+
+def return_free_pages() -> None:
+    """Hand the allocator's free heap pages back to the system (glibc's
+    ``malloc_trim``; nothing elsewhere), without collecting garbage.
+
+    An array freed inside the heap leaves its pages resident: glibc raises
+    its mmap threshold to the size of the large blocks it has freed, so
+    later arrays up to that size come from the heap, and their memory is
+    reused by later heap allocations but never by a fresh mapping (the
+    constants blob).  A trim costs tens of microseconds."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    import ctypes
+
     try:
-        trim = ctypes.CDLL(None).malloc_trim
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
-        return
-    trim(0)
+        return None

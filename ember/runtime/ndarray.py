@@ -47,8 +47,11 @@ def empty_aligned(
     alignment: int = ALIGNMENT,
     *,
     what: str = "a runtime buffer",
+    zeroed: bool = False,
 ) -> np.ndarray:
-    """An uninitialised C-contiguous numpy array whose data is ``alignment``-aligned.
+    """An uninitialised C-contiguous numpy array whose data is ``alignment``-aligned
+    (all zeros with ``zeroed``: ``calloc``'s fresh pages, which take memory
+    only as they are written, unlike an explicit fill).
 
     Allocates ``alignment`` spare bytes and slices at the first aligned
     offset; the returned array keeps the raw buffer alive through ``.base``.
@@ -64,16 +67,20 @@ def empty_aligned(
         check_allocation(nbytes, f"{what} ({dtype.name}{list(shape)})")
     if nbytes == 0:
         return np.empty(shape, dtype)  # no data, nothing to align (see is_aligned)
-    return _aligned_storage(nbytes, dtype, shape, alignment)[0]
+    return _aligned_storage(nbytes, dtype, shape, alignment, zeroed)[0]
 
 
 def _aligned_storage(
-    nbytes: int, dtype: np.dtype, shape: tuple[int, ...], alignment: int = ALIGNMENT
+    nbytes: int,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    alignment: int = ALIGNMENT,
+    zeroed: bool = False,
 ) -> tuple[np.ndarray, int]:
     """``alignment`` spare bytes allocated, sliced at the first aligned
     offset: the array (keeping the raw buffer alive through ``.base``) and
     its data address."""
-    raw = np.empty(nbytes + alignment, dtype=np.uint8)
+    raw = (np.zeros if zeroed else np.empty)(nbytes + alignment, dtype=np.uint8)
     address = _address(raw)
     offset = -address % alignment
     return raw[offset : offset + nbytes].view(dtype).reshape(shape), address + offset
