@@ -122,6 +122,7 @@ def to_llvm_dialect(
     from xdsl.dialects import func
 
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
+    from ember.lowering.merge_functions import merge_identical_functions
     from ember.lowering.program_to_llvm import lower_program_to_llvm
 
     lowered = kernel.clone() if copy else kernel
@@ -142,6 +143,8 @@ def to_llvm_dialect(
         fast_math=options.fast_math,
         min_parallel_work=options.min_parallel_work,
     )
+    # Kernels and outlined loops that came out the same are compiled once.
+    merge_identical_functions(lowered, keep=(layout.symbol, layout.profile_symbol))
     set_vector_width(lowered, options.target.vector_bits)
     return LoweredProgram(lowered, layout, constants)
 
