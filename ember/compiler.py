@@ -23,14 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.errors import PassError
-from ember.lowering.kernel_to_llvm import MIN_PARALLEL_WORK
-from ember.lowering.program_to_llvm import ProgramLayout
+from ember.lowering import MIN_PARALLEL_WORK
 from ember.target import Target
+
+if TYPE_CHECKING:
+    from ember.lowering.program_to_llvm import ProgramLayout
 
 STAGES: tuple[str, ...] = ("graph", "kernel", "llvm-dialect", "llvm-ir", "asm")
 

@@ -131,11 +131,7 @@ from ember.dialects.kernel import (
 )
 from ember.errors import PassError
 from ember.ir import describe_op
-
-MIN_PARALLEL_WORK = 1 << 16
-"""Ops (:func:`loop_work`) below which ``ember.build`` keeps a parallel loop
-serial: ~10-30 µs of work on one core, where a libgomp team's fork and join
-costs 1.5-8 µs on a busy 2-core machine (see :mod:`ember.runtime.threads`)."""
+from ember.lowering import MIN_PARALLEL_WORK  # re-exported; defined there for the driver
 
 NUM_THREADS_SYMBOL = "ember_num_threads"
 """External ``i32`` global that parallel loops read their thread count from."""

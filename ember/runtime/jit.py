@@ -50,7 +50,7 @@ from ember.target import Target
 
 if TYPE_CHECKING:
     from llvmlite import ir
-    from llvmlite.binding import ExecutionEngine, TargetMachine
+    from llvmlite.binding import ExecutionEngine, ModuleRef, TargetMachine
 
 OPT_LEVEL = 3
 
@@ -225,6 +225,11 @@ def _passthrough(attribute: ArrayAttr) -> dict[str, str | None]:
 
 def optimize(llvm_ir: str, target: Target = HOST) -> str:
     """LLVM IR text → O3-optimised IR text for ``target``'s CPU."""
+    return str(_optimized(llvm_ir, target))
+
+
+def _optimized(llvm_ir: str, target: Target) -> ModuleRef:
+    """LLVM IR text → the O3-optimised LLVM module for ``target``'s CPU."""
     llvm = _llvm()
     parsed = llvm.parse_assembly(llvm_ir)
     parsed.verify()
@@ -235,7 +240,7 @@ def optimize(llvm_ir: str, target: Target = HOST) -> str:
     tuning.loop_interleaving = True
     builder = llvm.create_pass_builder(_shared_target_machine(target), tuning)
     builder.getModulePassManager().run(parsed, builder)
-    return str(parsed)
+    return parsed
 
 
 def _resolve_runtime_symbols() -> None:
@@ -323,8 +328,9 @@ def compile_llvm(module: ModuleOp, target: Target = HOST) -> JitModule:
     export reuses the object without generating code again."""
     _check_llvm_only(module)
     try:
-        llvm_ir = optimize(translate(module, target), target)
-        obj = _shared_target_machine(target).emit_object(_llvm().parse_assembly(llvm_ir))
+        optimized = _optimized(translate(module, target), target)
+        llvm_ir = str(optimized)
+        obj = _shared_target_machine(target).emit_object(optimized)
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     if target.missing_on_host():
