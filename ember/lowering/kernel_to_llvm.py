@@ -262,6 +262,10 @@ class _KernelTranslator:
     """Where a failed bounds check jumps: frees and returns (made on first use)."""
     parallel_loops: int = 0
     """How many parallel loops of this kernel were outlined so far (names them)."""
+    constants: dict[tuple[Attribute, str], SSAValue] = field(default_factory=dict)
+    """The function's constants by type and value (``repr``: -0.0 is not 0.0),
+    each made once, in the entry block: LLVM IR has them inline anyway, and
+    one op per use made a quarter of the ops xDSL builds and translates."""
 
     def translate(self) -> llvm.FuncOp:
         try:
@@ -324,12 +328,17 @@ class _KernelTranslator:
         return ops[-1].results[0]
 
     def _const(self, value: float, t: Attribute) -> SSAValue:
-        attr = (
-            FloatAttr(value, t)
-            if isinstance(t, _FLOAT_TYPES)
-            else IntegerAttr(value, t)
-        )
-        return self._emit(llvm.ConstantOp(attr, t))
+        key = (t, repr(value))
+        constant = self.constants.get(key)
+        if constant is None:
+            attr = (
+                FloatAttr(value, t)
+                if isinstance(t, _FLOAT_TYPES)
+                else IntegerAttr(value, t)
+            )
+            constant = self._emit_in_entry([llvm.ConstantOp(attr, t)])
+            self.constants[key] = constant
+        return constant
 
     def _icmp(
         self, predicate: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue
