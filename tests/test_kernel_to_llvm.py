@@ -271,3 +271,37 @@ def test_each_constant_is_made_once_per_function() -> None:
     a, b, c = _random((8, 8)), _random((8, 16), 1), np.empty((8, 16), np.float32)
     jit.run("matmul", a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_constant_indices_fold_into_the_address() -> None:
+    """``Y[1, i]`` of a 2x4 buffer is ``Y + (i + 4)``: the constant index
+    becomes part of one constant offset, not a multiply and an add of its own."""
+    from xdsl.dialects import llvm
+
+    module = ember.parse(
+        """
+        func.func @row1(%X: memref<4xf32>, %Y: memref<2x4xf32>) attributes {kernel.kernel} {
+          kernel.for %i = 0 to 4 {
+            kernel.block "Y" (%vi = spatial %i) {
+              %one = arith.constant 1 : index
+              %x = memref.load %X[%vi] : memref<4xf32>
+              memref.store %x, %Y[%one, %vi] : memref<2x4xf32>
+            }
+          }
+          func.return
+        }
+        """
+    )
+    lower_kernels_to_llvm(module)
+    (function,) = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks]
+    assert not [op for op in function.body.walk() if isinstance(op, llvm.MulOp)]
+    (store,) = [op for op in function.body.walk() if isinstance(op, llvm.StoreOp)]
+    address = store.operands[1].owner
+    assert isinstance(address, llvm.GEPOp)
+    offset = address.ssa_indices[0].owner
+    assert isinstance(offset, llvm.AddOp)
+    constant = offset.operands[1].owner
+    assert isinstance(constant, llvm.ConstantOp) and constant.value.value.data == 4
+    x, y = _random((4,)), np.zeros((2, 4), np.float32)
+    compile_llvm(module).run("row1", x, y)
+    np.testing.assert_array_equal(y, np.stack([np.zeros(4, np.float32), x]))

@@ -266,6 +266,8 @@ class _KernelTranslator:
     """The function's constants by type and value (``repr``: -0.0 is not 0.0),
     each made once, in the entry block: LLVM IR has them inline anyway, and
     one op per use made a quarter of the ops xDSL builds and translates."""
+    integers: dict[SSAValue, int] = field(default_factory=dict)
+    """The value of each integer constant among those: addresses fold them."""
 
     def translate(self) -> llvm.FuncOp:
         try:
@@ -338,6 +340,8 @@ class _KernelTranslator:
             )
             constant = self._emit_in_entry([llvm.ConstantOp(attr, t)])
             self.constants[key] = constant
+            if isinstance(attr, IntegerAttr):
+                self.integers[constant] = int(value)
         return constant
 
     def _icmp(
@@ -651,11 +655,15 @@ class _KernelTranslator:
         shape = t.get_shape()
         strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
         offset: SSAValue | None = None
+        fixed = 0  # the part of the offset that constant indices make, added last
         checked = self.declarations.unproven_in(self.kernel).get(op, ())
         for dimension, (index, stride) in enumerate(zip(op.indices, strides)):
             term = self._operand(index)
             if dimension in checked:
                 self._check_bounds(op, dimension, term, shape[dimension])
+            if term in self.integers:
+                fixed += self.integers[term] * stride
+                continue
             if stride != 1:
                 term = self._emit(
                     llvm.MulOp(term, self._const(stride, i64), overflow=NSW)
@@ -665,8 +673,13 @@ class _KernelTranslator:
                 if offset is None
                 else self._emit(llvm.AddOp(offset, term, overflow=NSW))
             )
-        if offset is None:  # a rank-0 memref
-            offset = self._const(0, i64)
+        if fixed or offset is None:  # constant indices (or a rank-0 memref)
+            constant = self._const(fixed, i64)
+            offset = (
+                constant
+                if offset is None
+                else self._emit(llvm.AddOp(offset, constant, overflow=NSW))
+            )
         return self._emit(
             llvm.GEPOp(
                 self._operand(op.memref),
