@@ -68,6 +68,20 @@ def test_callers_of_merged_functions_merge_too() -> None:
     assert _callees(module) == ["a", "x"]
 
 
+def test_uses_outside_functions_follow_the_merge() -> None:
+    """A global whose initializer takes a merged function's address points
+    at the function that stayed."""
+    table = """
+  llvm.mlir.global internal constant @table() {addr_space = 0 : i32} : !llvm.ptr {
+    %0 = llvm.mlir.addressof @b : !llvm.ptr
+    llvm.return %0 : !llvm.ptr
+  }"""
+    module = _module(_function("a", 1), _function("b", 1), table)
+    assert merge_identical_functions(module) == {"b": "a"}
+    (address,) = [op for op in module.walk() if isinstance(op, llvm.AddressOfOp)]
+    assert address.global_name.string_value() == "a"
+
+
 def test_kept_symbols_are_not_merged_away() -> None:
     module = _module(_function("a", 1), _function("entry", 1))
     assert merge_identical_functions(module, keep=("entry",)) == {}

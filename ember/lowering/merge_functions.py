@@ -22,7 +22,7 @@ from collections.abc import Collection, Hashable
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 
 __all__ = ["merge_identical_functions"]
 
@@ -39,6 +39,10 @@ def merge_identical_functions(
         op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks
     ]
     references = {function: _symbol_uses(function) for function in definitions}
+    # Uses outside definitions (a global's initializer) follow the renames too.
+    elsewhere = [
+        use for op in module.ops if op not in references for use in _symbol_uses(op)
+    ]
     originals: dict[Hashable, list[llvm.FuncOp]] = {}
     merged: dict[str, str] = {}
     # Only a definition whose references were renamed can have become
@@ -65,6 +69,7 @@ def merge_identical_functions(
         for name, target in merged.items():
             merged[name] = renames.get(target, target)
         merged.update(renames)
+        _rename(elsewhere, renames)
         changed = [
             function
             for function, uses in references.items()
@@ -74,15 +79,15 @@ def merge_identical_functions(
 
 
 def _fingerprint(function: llvm.FuncOp) -> Hashable:
-    """Equal for identical definitions: every op's name, properties and
-    attributes in order (a match is then checked for use-def structure)."""
+    """Equal for identical definitions: the function's properties, its ops'
+    names in order and its constants (kernels of other shapes differ in
+    them); a match is then checked op by op."""
+    ops = list(function.body.walk())
     return (
         tuple(sorted((k, v) for k, v in function.properties.items() if k != "sym_name")),
         tuple(sorted(function.attributes.items())),
-        tuple(
-            (op.name, tuple(op.properties.items()), tuple(op.attributes.items()))
-            for op in function.body.walk()
-        ),
+        tuple(op.name for op in ops),
+        tuple(op.value for op in ops if isinstance(op, llvm.ConstantOp)),
     )
 
 
@@ -98,10 +103,10 @@ SymbolUse = tuple[dict[str, Attribute], str]
 """A properties or attributes dict of an op, and the key of a symbol in it."""
 
 
-def _symbol_uses(function: llvm.FuncOp) -> list[SymbolUse]:
-    """Where ``function``'s body refers to a symbol by a flat reference."""
+def _symbol_uses(root: Operation) -> list[SymbolUse]:
+    """Where the ops inside ``root`` refer to a symbol by a flat reference."""
     uses: list[SymbolUse] = []
-    for op in function.body.walk():
+    for op in root.walk():  # a name (sym_name) is a StringAttr, never a use
         for fields in (op.properties, op.attributes):
             for key, value in fields.items():
                 if isinstance(value, SymbolRefAttr) and not value.nested_references.data:
