@@ -50,7 +50,7 @@ from ember.target import Target
 
 if TYPE_CHECKING:
     from llvmlite import ir
-    from llvmlite.binding import ExecutionEngine, ModuleRef, TargetMachine
+    from llvmlite.binding import ExecutionEngine, TargetMachine
 
 OPT_LEVEL = 3
 
@@ -225,11 +225,6 @@ def _passthrough(attribute: ArrayAttr) -> dict[str, str | None]:
 
 def optimize(llvm_ir: str, target: Target = HOST) -> str:
     """LLVM IR text → O3-optimised IR text for ``target``'s CPU."""
-    return str(_optimized(llvm_ir, target))
-
-
-def _optimized(llvm_ir: str, target: Target) -> ModuleRef:
-    """LLVM IR text → the O3-optimised LLVM module for ``target``'s CPU."""
     llvm = _llvm()
     parsed = llvm.parse_assembly(llvm_ir)
     parsed.verify()
@@ -240,7 +235,7 @@ def _optimized(llvm_ir: str, target: Target) -> ModuleRef:
     tuning.loop_interleaving = True
     builder = llvm.create_pass_builder(_shared_target_machine(target), tuning)
     builder.getModulePassManager().run(parsed, builder)
-    return parsed
+    return str(parsed)
 
 
 def _resolve_runtime_symbols() -> None:
@@ -328,9 +323,8 @@ def compile_llvm(module: ModuleOp, target: Target = HOST) -> JitModule:
     export reuses the object without generating code again."""
     _check_llvm_only(module)
     try:
-        optimized = _optimized(translate(module, target), target)
-        llvm_ir = str(optimized)
-        obj = _shared_target_machine(target).emit_object(optimized)
+        llvm_ir = optimize(translate(module, target), target)
+        obj = _shared_target_machine(target).emit_object(_llvm().parse_assembly(llvm_ir))
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     if target.missing_on_host():
