@@ -17,15 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from ember.driver import stage_names
 from ember.errors import PassError
-from ember.lowering.kernel_to_llvm import MIN_PARALLEL_WORK
-from ember.lowering.program_to_llvm import ProgramLayout
+from ember.lowering import MIN_PARALLEL_WORK
 from ember.target import Target
+
+if TYPE_CHECKING:
+    from ember.abi import ProgramLayout
 
 STAGES: tuple[str, ...] = stage_names()
 """The driver's stage names (:data:`ember.driver.STAGES`)."""
@@ -117,6 +120,7 @@ def to_llvm_dialect(
     from xdsl.dialects import func
 
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
+    from ember.lowering.merge_functions import merge_identical_functions
     from ember.lowering.program_to_llvm import lower_program_to_llvm
 
     lowered = kernel.clone() if copy else kernel
@@ -137,6 +141,8 @@ def to_llvm_dialect(
         fast_math=options.fast_math,
         min_parallel_work=options.min_parallel_work,
     )
+    # Kernels and outlined loops that came out the same are compiled once.
+    merge_identical_functions(lowered, keep=(layout.symbol, layout.profile_symbol))
     set_vector_width(lowered, options.target.vector_bits)
     return LoweredProgram(lowered, layout, constants)
 

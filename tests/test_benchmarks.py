@@ -334,3 +334,28 @@ def test_memory_script_end_to_end(tmp_path: Path) -> None:
         assert 0 < row["import_mb"] <= row["peak_mb"] and row["steady_mb"] <= row["peak_mb"]
         assert row["artifact_mb"] >= row["weights_mb"]
     assert completed.stdout.splitlines()[0].split()[:2] == ["workload", "way"]
+
+
+def test_compile_time_script_prints_every_stage(capsys) -> None:
+    """benchmarks/compile_time.py on mlp: a cold build, each driver stage,
+    and a warm build that really was a cache hit (the script refuses one
+    that compiled); the times are printed, never bounded."""
+    import compile_time
+
+    compile_time.main(["--workloads", "mlp"])
+    rows = [line.split()[:-2] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [" ".join(words) for words in rows] == [
+        "cold ember.build",
+        "graph passes",
+        "kernel lowering",
+        "llvm-dialect lowering",
+        "pack constants",
+        "translate to LLVM IR",
+        "LLVM O3",
+        "code generation",
+        "link (MCJIT)",
+        "sum of stages",
+        "warm ember.build (cache hit)",
+    ]
+    with pytest.raises(SystemExit):
+        compile_time.main(["--workloads", "nope"])

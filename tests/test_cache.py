@@ -273,3 +273,23 @@ def test_the_default_directory_is_private_and_needs_a_home(
     with pytest.warns(UserWarning, match="there is no home directory; set EMBER_CACHE_DIR"):
         lib = ember.build(TEXT, "llvm", {"b": B})
     np.testing.assert_array_equal(run(lib), np.maximum(X + B, 0))
+
+
+
+def test_the_options_of_a_build_import_no_lowering() -> None:
+    """ember.build needs CompileOptions for every key, warm builds too: they
+    come without the lowerings and the xDSL dialects those build."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ember.compiler import CompileOptions\n"
+        "CompileOptions()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ember.lowering.')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

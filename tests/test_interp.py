@@ -823,3 +823,30 @@ def test_functions_by_import_path() -> None:
         interpret(
             module, "main", np.ones(2, np.float32), functions=["no.such.module:X"]
         )
+
+
+def test_graph_passes_do_not_import_the_interpreter() -> None:
+    """Constant folding uses the reference definitions alone: a build does
+    not pay for importing xDSL's interpreters (all of them, riscv's too);
+    ``ember.interp``'s names load their module on first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ember.compiler import DEFAULT_GRAPH_PIPELINE\n"
+        "from ember.passes.pipeline import apply_passes\n"
+        "from ember.testing import workloads\n"
+        "module, _ = workloads.get('tiny_pipe')\n"
+        "apply_passes(module, DEFAULT_GRAPH_PIPELINE)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('xdsl.interpreters', "
+        "'ember.interp.interpreter'))))\n"
+        "import ember.interp\n"
+        "assert ember.interp.interpret is ember.interp.interpreter.interpret\n"
+        "assert not hasattr(ember.interp, 'no_such_name')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

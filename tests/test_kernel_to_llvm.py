@@ -245,3 +245,64 @@ def test_jit_rejects_unlowered_ops_and_strided_arrays(seed_module: ModuleOp, see
         seed_jit.run("relu0", x, np.zeros((1, 128), np.float32))
     with pytest.raises(RuntimeFailure, match="no function @nope"):
         seed_jit.address("nope")
+
+
+def test_each_constant_is_made_once_per_function() -> None:
+    """A function's constants are made once, in its entry block (matmul's
+    loop bounds and strides repeat), and -0.0 stays apart from 0.0."""
+    from xdsl.dialects import llvm
+
+    text = matmul_kernel(8, 16, 8).replace(
+        "%s = arith.addf %c, %p : f32",
+        "%n = arith.constant -0.0 : f32\n"
+        "              %q = arith.addf %p, %n : f32\n"
+        "              %s = arith.addf %c, %q : f32",
+    )
+    module = ember.parse(text)
+    lower_kernels_to_llvm(module)
+    for function in module.ops:
+        if not isinstance(function, llvm.FuncOp) or not function.body.blocks:
+            continue
+        constants = [op for op in function.body.walk() if isinstance(op, llvm.ConstantOp)]
+        values = [(op.result.type, str(op.value)) for op in constants]
+        assert len(values) == len(set(values)), values
+        assert all(op.parent_block() is function.body.blocks.first for op in constants)
+        assert {"0.000000e+00 : f32", "-0.000000e+00 : f32"} <= {v for _, v in values}
+    jit = compile_llvm(module)
+    a, b, c = _random((8, 8)), _random((8, 16), 1), np.empty((8, 16), np.float32)
+    jit.run("matmul", a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_constant_indices_fold_into_the_address() -> None:
+    """``Y[1, i]`` of a 2x4 buffer is ``Y + (i + 4)``: the constant index
+    becomes part of one constant offset, not a multiply and an add of its own."""
+    from xdsl.dialects import llvm
+
+    module = ember.parse(
+        """
+        func.func @row1(%X: memref<4xf32>, %Y: memref<2x4xf32>) attributes {kernel.kernel} {
+          kernel.for %i = 0 to 4 {
+            kernel.block "Y" (%vi = spatial %i) {
+              %one = arith.constant 1 : index
+              %x = memref.load %X[%vi] : memref<4xf32>
+              memref.store %x, %Y[%one, %vi] : memref<2x4xf32>
+            }
+          }
+          func.return
+        }
+        """
+    )
+    lower_kernels_to_llvm(module)
+    (function,) = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks]
+    assert not [op for op in function.body.walk() if isinstance(op, llvm.MulOp)]
+    (store,) = [op for op in function.body.walk() if isinstance(op, llvm.StoreOp)]
+    address = store.operands[1].owner
+    assert isinstance(address, llvm.GEPOp)
+    offset = address.ssa_indices[0].owner
+    assert isinstance(offset, llvm.AddOp)
+    constant = offset.operands[1].owner
+    assert isinstance(constant, llvm.ConstantOp) and constant.value.value.data == 4
+    x, y = _random((4,)), np.zeros((2, 4), np.float32)
+    compile_llvm(module).run("row1", x, y)
+    np.testing.assert_array_equal(y, np.stack([np.zeros(4, np.float32), x]))

@@ -136,11 +136,7 @@ from ember.abi import (  # the calling convention; names kept here for old impor
 )
 from ember.errors import PassError
 from ember.ir import describe_op
-
-MIN_PARALLEL_WORK = 1 << 16
-"""Ops (:func:`loop_work`) below which ``ember.build`` keeps a parallel loop
-serial: ~10-30 µs of work on one core, where a libgomp team's fork and join
-costs 1.5-8 µs on a busy 2-core machine (see :mod:`ember.runtime.threads`)."""
+from ember.lowering import MIN_PARALLEL_WORK  # re-exported; defined there for the driver
 
 BOUNDS_ERROR_TYPE = llvm.LLVMFunctionType([llvm.LLVMPointerType(), i64, i64])
 
@@ -256,6 +252,12 @@ class _KernelTranslator:
     """Where a failed bounds check jumps: frees and returns (made on first use)."""
     parallel_loops: int = 0
     """How many parallel loops of this kernel were outlined so far (names them)."""
+    constants: dict[tuple[Attribute, str], SSAValue] = field(default_factory=dict)
+    """The function's constants by type and value (``repr``: -0.0 is not 0.0),
+    each made once, in the entry block: LLVM IR has them inline anyway, and
+    one op per use made a quarter of the ops xDSL builds and translates."""
+    integers: dict[SSAValue, int] = field(default_factory=dict)
+    """The value of each integer constant among those: addresses fold them."""
 
     def translate(self) -> llvm.FuncOp:
         try:
@@ -318,12 +320,19 @@ class _KernelTranslator:
         return ops[-1].results[0]
 
     def _const(self, value: float, t: Attribute) -> SSAValue:
-        attr = (
-            FloatAttr(value, t)
-            if isinstance(t, _FLOAT_TYPES)
-            else IntegerAttr(value, t)
-        )
-        return self._emit(llvm.ConstantOp(attr, t))
+        key = (t, repr(value))
+        constant = self.constants.get(key)
+        if constant is None:
+            attr = (
+                FloatAttr(value, t)
+                if isinstance(t, _FLOAT_TYPES)
+                else IntegerAttr(value, t)
+            )
+            constant = self._emit_in_entry([llvm.ConstantOp(attr, t)])
+            self.constants[key] = constant
+            if isinstance(attr, IntegerAttr):
+                self.integers[constant] = int(value)
+        return constant
 
     def _icmp(
         self, predicate: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue
@@ -636,11 +645,15 @@ class _KernelTranslator:
         shape = t.get_shape()
         strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
         offset: SSAValue | None = None
+        fixed = 0  # the part of the offset that constant indices make, added last
         checked = self.declarations.unproven_in(self.kernel).get(op, ())
         for dimension, (index, stride) in enumerate(zip(op.indices, strides)):
             term = self._operand(index)
             if dimension in checked:
                 self._check_bounds(op, dimension, term, shape[dimension])
+            if term in self.integers:
+                fixed += self.integers[term] * stride
+                continue
             if stride != 1:
                 term = self._emit(
                     llvm.MulOp(term, self._const(stride, i64), overflow=NSW)
@@ -650,8 +663,13 @@ class _KernelTranslator:
                 if offset is None
                 else self._emit(llvm.AddOp(offset, term, overflow=NSW))
             )
-        if offset is None:  # a rank-0 memref
-            offset = self._const(0, i64)
+        if fixed or offset is None:  # constant indices (or a rank-0 memref)
+            constant = self._const(fixed, i64)
+            offset = (
+                constant
+                if offset is None
+                else self._emit(llvm.AddOp(offset, constant, overflow=NSW))
+            )
         return self._emit(
             llvm.GEPOp(
                 self._operand(op.memref),

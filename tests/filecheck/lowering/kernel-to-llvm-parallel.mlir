@@ -38,6 +38,8 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    %[[SEVERAL:.*]] = llvm.icmp "sgt" %[[N]], %[[ONE]] : i64
 // CHECK-NEXT:    %[[SLOTS:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %[[DATA:.*]] = llvm.alloca %[[SLOTS]] x !llvm.ptr {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    llvm.cond_br %[[SEVERAL]], ^[[FORK:.*]], ^[[INLINE:.*]]
 // CHECK-NEXT:  ^[[FORK]]:
 // CHECK-NEXT:    %[[S0:.*]] = llvm.getelementptr inbounds %[[DATA]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
@@ -46,13 +48,10 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    llvm.store %Y, %[[S1]] : !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[TEAM:.*]] = llvm.trunc %[[N]] : i64 to i32
 // CHECK-NEXT:    %[[FN:.*]] = llvm.mlir.addressof @scale__parallel0 : !llvm.ptr
-// CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[DATA]], %[[TEAM]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
 // CHECK-NEXT:    llvm.br ^[[AFTER:.*]]
 // CHECK-NEXT:  ^[[INLINE]]:
-// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
-// CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(7) : i64
-// CHECK-NEXT:    llvm.call @scale__parallel0_body(%X, %Y, %[[LB]], %[[UB]]) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT:    llvm.call @scale__parallel0_body(%X, %Y, %[[LB]], %[[COUNT]]) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
 // CHECK-NEXT:    llvm.br ^[[AFTER]]
 // CHECK-NEXT:  ^[[AFTER]]:
 // CHECK-NEXT:    llvm.return
@@ -60,7 +59,7 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-LABEL: llvm.func @scale__parallel0_body(%X_1: !llvm.ptr {llvm.noalias}, %Y_1: !llvm.ptr {llvm.noalias}, %begin: i64, %end: i64) {
 // CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2.000000e+00 : f32) : f32
 // CHECK-NEXT:    %[[SOME:.*]] = llvm.icmp "slt" %begin, %end : i64
-// CHECK-NEXT:    llvm.cond_br %[[SOME]], ^[[LOOPS:.*]], ^[[DONE:.*]]
+// CHECK:         llvm.cond_br %[[SOME]], ^[[LOOPS:.*]], ^[[DONE:.*]]
 // CHECK-NEXT:  ^[[LOOPS]]:
 // CHECK-NEXT:    llvm.br ^[[LOOP_I:.*]](%begin : i64)
 // CHECK-NEXT:  ^[[LOOP_I]](%i: i64):

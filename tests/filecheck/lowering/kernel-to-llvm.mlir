@@ -34,28 +34,28 @@ func.func @rowsum(%A: memref<4x8xf32>, %S: memref<4xf32>) attributes {kernel.ker
 // CHECK-LABEL: llvm.func @rowsum(%A: !llvm.ptr {llvm.noalias}, %S: !llvm.ptr {llvm.noalias}) {
 // CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(4) : i64
 // CHECK-NEXT:    %[[T:.*]] = llvm.alloca %[[N]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
-// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
-// CHECK-NEXT:    llvm.br ^[[LOOP_I:.*]](%[[LB]] : i64)
-// CHECK-NEXT:  ^[[LOOP_I]](%i: i64):
-// CHECK:         llvm.br ^[[LOOP_K:.*]](%{{.*}} : i64)
-// CHECK-NEXT:  ^[[LOOP_K]](%k: i64):
+// A constant is made once per function, in its entry block.
 // CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %{{.*}} = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK-NEXT:    %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK:         llvm.br ^[[LOOP_I:.*]](%[[ZERO]] : i64)
+// CHECK-NEXT:  ^[[LOOP_I]](%i: i64):
+// CHECK:         llvm.br ^[[LOOP_K:.*]](%[[ZERO]] : i64)
+// CHECK-NEXT:  ^[[LOOP_K]](%k: i64):
 // CHECK-NEXT:    %[[FIRST:.*]] = llvm.icmp "eq" %k, %[[ZERO]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[FIRST]], ^[[INIT:.*]], ^[[UPDATE:.*]]
 // CHECK-NEXT:  ^[[INIT]]:
 // CHECK:         llvm.store
 // CHECK-NEXT:    llvm.br ^[[UPDATE]]
 // CHECK-NEXT:  ^[[UPDATE]]:
-// CHECK:         %[[STRIDE:.*]] = llvm.mlir.constant(8) : i64
-// CHECK-NEXT:    %[[ROW:.*]] = llvm.mul %i, %[[STRIDE]] overflow<nsw> : i64
+// CHECK:         %[[ROW:.*]] = llvm.mul %i, %[[EIGHT]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[OFF:.*]] = llvm.add %[[ROW]], %k overflow<nsw> : i64
 // CHECK-NEXT:    %[[PTR:.*]] = llvm.getelementptr inbounds %A[%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    %[[AV:.*]] = llvm.load %[[PTR]] : !llvm.ptr -> f32
 // CHECK-NEXT:    %{{.*}} = llvm.fadd %{{.*}}, %[[AV]] {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
-// CHECK:         %[[STEP:.*]] = llvm.mlir.constant(2) : i64
-// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %k, %[[STEP]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(8) : i64
-// CHECK-NEXT:    %[[MORE:.*]] = llvm.icmp "slt" %[[NEXT]], %[[UB]] : i64
+// CHECK:         %[[NEXT:.*]] = llvm.add %k, %[[STEP]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[MORE:.*]] = llvm.icmp "slt" %[[NEXT]], %[[EIGHT]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[MORE]], ^[[LOOP_K]](%[[NEXT]] : i64), ^{{.*}}
 // arith.maximumf is IEEE 754-2019 maximum: NaN on either side wins.
 // CHECK:         %[[MAX:.*]] = llvm.call_intrinsic "llvm.maximum.f32"(%[[X:.*]], %[[X]]) : (f32, f32) -> f32
