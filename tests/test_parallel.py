@@ -192,6 +192,31 @@ def test_uneven_chunks_of_a_strided_loop_write_exactly_their_iterations() -> Non
     np.testing.assert_array_equal(result, expected)
 
 
+def test_dynamic_chunks_of_a_long_range_write_each_iteration_once() -> None:
+    """667 iterations over 1-8 threads: chunks of several iterations (the
+    dynamic schedule's, ``CHUNKS_PER_THREAD`` per thread) and a partial last
+    one; each iteration adds once, nothing else is touched."""
+    text = """
+    func.func @long(%X: memref<2003xf32>, %Y: memref<2003xf32>) attributes {kernel.kernel} {
+      kernel.for %i = 2 to 2003 step 3 parallel {
+        kernel.block "Y" (%vi = spatial %i) {
+          %x = memref.load %X[%vi] : memref<2003xf32>
+          %y = memref.load %Y[%vi] : memref<2003xf32>
+          %s = arith.addf %x, %y : f32
+          memref.store %s, %Y[%vi] : memref<2003xf32>
+        }
+      }
+      func.return
+    }
+    """
+    x = np.arange(2003, dtype=np.float32)
+    start = np.where(np.arange(2003) % 3 == 2, 100.0, np.nan).astype(np.float32)
+    result = _run_all_ways(text, "long", [x], start)
+    expected = start.copy()
+    expected[2::3] += x[2::3]
+    np.testing.assert_array_equal(result, expected)
+
+
 def test_captures_of_every_kind() -> None:
     """A parallel loop inside a serial one captures the outer index (i64),
     a float computed outside (f32), a buffer allocated outside (shared) and
