@@ -374,7 +374,9 @@ def test_conv2d_row_tiles_accumulate_in_a_register_tile() -> None:
 def test_lower_group_rejects_packing_an_input_that_is_not_a_weight() -> None:
     (op,) = _ops_of(binary("dense", "2x4", "3x4", "2x3"))
     group = replace(make_group([op]), packed=(op.operands[0],))
-    with pytest.raises(PassError, match="only the weight of a conv2d or dense"):
+    with pytest.raises(
+        PassError, match="only the weight of a conv2d or dense anchor, or the B of"
+    ):
         lower_group(group, "dense", VectorTarget(256))
 
 
