@@ -642,13 +642,14 @@ class _KernelTranslator:
             worker._emit(
                 llvm.AddOp(
                     lower,
-                    worker._emit(
-                        llvm.MulOp(worker._emit(llvm.LoadOp(it, i64)), step, overflow=NSW)
-                    ),
+                    worker._emit(llvm.MulOp(iteration, step, overflow=NSW)),
                     overflow=NSW,
                 )
             )
-            for it in (first, last)
+            for iteration in (
+                worker._emit(llvm.LoadOp(first, i64)),
+                worker._emit(llvm.LoadOp(last, i64)),
+            )
         )
         worker._append(llvm.CallOp(body.sym_name.data, *captures, begin, end))
         more = worker._emit(

@@ -363,7 +363,9 @@ def _install_serial_stand_in() -> None:
     )
     ir.IRBuilder(following.append_basic_block()).ret(ir.Constant(i8, 0))
     end = ir.Function(
-        module, ir.FunctionType(ir.VoidType(), []), name="ember_serial_GOMP_loop_end_nowait"
+        module,
+        ir.FunctionType(ir.VoidType(), []),
+        name="ember_serial_GOMP_loop_end_nowait",
     )
     ir.IRBuilder(end.append_basic_block()).ret_void()
 
