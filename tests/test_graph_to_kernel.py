@@ -394,6 +394,17 @@ def test_matmul(lhs: str, rhs: str, out: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("rows,packed", [(3, True), (66, False), (66, True)])
+def test_matmul_in_column_panels(rows: int, packed: bool, dtype: str) -> None:
+    """B read in column panels: packed at bind time (a constant), or by the
+    kernel (A has 64 rows or more); 5 columns are a whole 4-column tile and
+    a partly empty panel."""
+    text = binary("matmul", f"2x{rows}x3", "3x5", f"2x{rows}x5", dtype)
+    params = {"b": _random((3, 5), {"f32": np.float32, "f16": np.float16}[dtype])}
+    check(text, params=params if packed else None)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
 def test_bias_add(dtype: str) -> None:
     check(binary("bias_add", "2x3x2", "3", "2x3x2", dtype))
 
