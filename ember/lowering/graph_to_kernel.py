@@ -1856,6 +1856,18 @@ def _report_schedule(
             f"panels of {packing[1].lanes} ({'at bind time' if packing[0] in group.packed else 'per call'})"
         )
         args.update(tile_pixels=pixels, tile_channels=lanes, panel=packing[1].lanes)
+    if first.name == "graph.matmul":
+        from ember.lowering.gemm import matmul_packing, tile_shape
+
+        rows, width = tile_shape(target)
+        when = "at bind time" if first.operands[1] in group.packed else "per call"
+        b = (
+            f"B packed in column panels of {width} ({when})"
+            if matmul_packing(first, target)
+            else "B read in place"
+        )
+        parts.append(f"register tile {rows} rows x {width} columns, {b}")
+        args.update(tile_rows=rows, tile_columns=width)
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]
