@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import i32
+from xdsl.dialects.builtin import i8, i32, i64
 
 __all__ = [
     "ALIGNMENT",
@@ -130,6 +130,14 @@ OPENMP_ENTRY_POINTS: dict[str, llvm.LLVMFunctionType] = {
     "GOMP_parallel": llvm.LLVMFunctionType([llvm.LLVMPointerType()] * 2 + [i32, i32]),
     "omp_get_thread_num": llvm.LLVMFunctionType([], i32),
     "omp_get_num_threads": llvm.LLVMFunctionType([], i32),
+    # bool GOMP_loop_dynamic_start(long start, long end, long incr, long chunk,
+    #                              long *istart, long *iend)
+    "GOMP_loop_dynamic_start": llvm.LLVMFunctionType(
+        [i64] * 4 + [llvm.LLVMPointerType()] * 2, i8
+    ),
+    # bool GOMP_loop_dynamic_next(long *istart, long *iend)
+    "GOMP_loop_dynamic_next": llvm.LLVMFunctionType([llvm.LLVMPointerType()] * 2, i8),
+    "GOMP_loop_end_nowait": llvm.LLVMFunctionType([]),
 }
 """The libgomp functions parallel loops call (the GNU OpenMP ABI that gcc emits)."""
 

@@ -374,7 +374,9 @@ def test_conv2d_row_tiles_accumulate_in_a_register_tile() -> None:
 def test_lower_group_rejects_packing_an_input_that_is_not_a_weight() -> None:
     (op,) = _ops_of(binary("dense", "2x4", "3x4", "2x3"))
     group = replace(make_group([op]), packed=(op.operands[0],))
-    with pytest.raises(PassError, match="only the weight of a conv2d or dense"):
+    with pytest.raises(
+        PassError, match="only the weight of a conv2d or dense anchor, or the B of"
+    ):
         lower_group(group, "dense", VectorTarget(256))
 
 
@@ -389,6 +391,17 @@ def test_vector_target_rejects_odd_widths() -> None:
 )
 def test_matmul(lhs: str, rhs: str, out: str) -> None:
     check(binary("matmul", lhs, rhs, out))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("rows,packed", [(3, True), (66, False), (66, True)])
+def test_matmul_in_column_panels(rows: int, packed: bool, dtype: str) -> None:
+    """B read in column panels: packed at bind time (a constant), or by the
+    kernel (A has 64 rows or more); 5 columns are a whole 4-column tile and
+    a partly empty panel."""
+    text = binary("matmul", f"2x{rows}x3", "3x5", f"2x{rows}x5", dtype)
+    params = {"b": _random((3, 5), {"f32": np.float32, "f16": np.float16}[dtype])}
+    check(text, params=params if packed else None)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])

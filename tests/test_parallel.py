@@ -169,24 +169,29 @@ def test_trip_count_one_is_a_plain_loop() -> None:
     np.testing.assert_allclose(result, a @ b, rtol=1e-5, atol=1e-5)
 
 
-def test_uneven_chunks_of_a_strided_loop_write_exactly_their_iterations() -> None:
-    """i = 2, 5, …, 20 (7 iterations) over 1-8 threads: every iteration runs
-    once, nothing else is touched (NaN sentinels stay)."""
-    text = """
-    func.func @strided(%X: memref<23xf32>, %Y: memref<23xf32>) attributes {kernel.kernel} {
-      kernel.for %i = 2 to 23 step 3 parallel {
-        kernel.block "Y" (%vi = spatial %i) {
-          %x = memref.load %X[%vi] : memref<23xf32>
-          %y = memref.load %Y[%vi] : memref<23xf32>
+@pytest.mark.parametrize("size", [23, 2003])
+def test_uneven_chunks_of_a_strided_loop_write_exactly_their_iterations(
+    size: int,
+) -> None:
+    """i = 2, 5, … below ``size`` over 1-8 threads: 7 iterations (chunks of
+    one), or 667 (chunks of several, ``CHUNKS_PER_THREAD`` per thread, and a
+    partial last one).  Every iteration runs once, nothing else is touched
+    (NaN sentinels stay)."""
+    text = f"""
+    func.func @strided(%X: memref<{size}xf32>, %Y: memref<{size}xf32>) attributes {{kernel.kernel}} {{
+      kernel.for %i = 2 to {size} step 3 parallel {{
+        kernel.block "Y" (%vi = spatial %i) {{
+          %x = memref.load %X[%vi] : memref<{size}xf32>
+          %y = memref.load %Y[%vi] : memref<{size}xf32>
           %s = arith.addf %x, %y : f32
-          memref.store %s, %Y[%vi] : memref<23xf32>
-        }
-      }
+          memref.store %s, %Y[%vi] : memref<{size}xf32>
+        }}
+      }}
       func.return
-    }
+    }}
     """
-    x = np.arange(23, dtype=np.float32)
-    start = np.where(np.arange(23) % 3 == 2, 100.0, np.nan).astype(np.float32)
+    x = np.arange(size, dtype=np.float32)
+    start = np.where(np.arange(size) % 3 == 2, 100.0, np.nan).astype(np.float32)
     result = _run_all_ways(text, "strided", [x], start)
     expected = start.copy()
     expected[2::3] += x[2::3]  # added once: an iteration run twice would add twice

@@ -49,11 +49,13 @@ def gen_conv2d_row_tiles(em: g2k._Emitter, low: g2k._Lowering, op: GraphOp) -> N
     def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
         return em.load_widened(weights, [row, *red])
 
-    def b_at(em: Emitter, batch: Indices, red: Indices, column: SSAValue) -> SSAValue:
+    def b_at(
+        em: Emitter, batch: Indices, red: Indices, first: SSAValue, lane: SSAValue
+    ) -> SSAValue:
         vn, voh = batch
         vic, vkh, vkw = red
         y = em.affine([(voh, sh), (vkh, dh)])
-        x = em.affine([(column, 1), (vkw, dw)])
+        x = em.affine([(first, 1), (lane, 1), (vkw, dw)])
         return load_source(source, [vn, vic, y, x])
 
     def store(

@@ -42,7 +42,8 @@ Performance-minded loop structures (correctness first; schedules refine):
   ``vectorized`` loop over the output row, in a scratch row.
 * conv2d and the pools read a pre-padded f32 copy of the input (no bounds
   tests in the hot loop).
-* matmul: i-k-j with the output row accumulated in a scratch row.
+* matmul: register tiles of rows × columns over B in column panels
+  (:mod:`ember.lowering.gemm`).
 * elementwise ops: one nest over the result, an NCHW plane as one long
   ``vectorized`` loop.
 * pools: like the row-vectorised conv2d without the channel reduction;
@@ -103,6 +104,7 @@ from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
 
 if TYPE_CHECKING:
+    from ember.lowering.gemm import ColumnPanels
     from ember.lowering.winograd import WinogradPacking
 
 __all__ = [
@@ -1176,11 +1178,12 @@ def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
 
 def weight_packing(
     group: OpGroup, target: VectorTarget
-) -> tuple[SSAValue, WeightPacking | WinogradPacking] | None:
+) -> tuple[SSAValue, WeightPacking | WinogradPacking | ColumnPanels] | None:
     """The input of ``group`` that its caller may pass packed, and how, or
     ``None``.
 
-    That is the weight of a register-blocked conv2d or dense anchor, when no
+    That is the weight of a register-blocked conv2d or dense anchor, or the
+    B of a matmul anchor that reads it in column panels, when no
     other op of the group reads it (they need it as it is).  A pass may pack
     it at compile time when it is a constant, and list it in
     ``OpGroup.packed``; otherwise the kernel packs it at run time.
@@ -1200,10 +1203,13 @@ def weight_packing(
 
 def _panel_packing(
     op: GraphOp, target: VectorTarget
-) -> WeightPacking | WinogradPacking | None:
+) -> WeightPacking | WinogradPacking | ColumnPanels | None:
     """How ``op``'s kernel reads its weight, or ``None`` if not in panels."""
+    from ember.lowering.gemm import matmul_packing
     from ember.lowering.winograd import winograd_packing
 
+    if op.name == "graph.matmul":
+        return matmul_packing(op, target)
     winograd = winograd_packing(op, target)
     if winograd is not None:
         return winograd
@@ -1623,62 +1629,12 @@ def _gen_global_avg_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
         em.add(memref.DeallocOp.get(acc))
 
 
-def _accumulate_product(
-    em: _Emitter,
-    acc: SSAValue,
-    slot: Sequence[SSAValue],
-    a: SSAValue,
-    a_at: Sequence[SSAValue],
-    b: SSAValue,
-    b_at: Sequence[SSAValue],
-) -> None:
-    product = em.add(arith.MulfOp(em.load_widened(a, a_at), em.load_widened(b, b_at)))
-    em.store(em.add(arith.AddfOp(em.load(acc, slot), product)), acc, slot)
-
-
 def _gen_matmul(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Batched i-k-j: each output row accumulates in a scratch row."""
-    *batch, rows, cols = graph.shape_of(op.results[0])
-    depth = graph.shape_of(op.operands[0])[-1]
-    extents = [*batch, rows]
-    with em.nest(
-        [*_names("b", len(batch)), "i"], extents, _nest_kinds(extents, False)
-    ) as ivs:
-        _matmul_rows(em, low, op, ivs, cols, depth)
+    """Register tiles of rows × columns, B in column panels
+    (:func:`ember.lowering.gemm.gen_matmul`)."""
+    from ember.lowering.gemm import gen_matmul
 
-
-def _matmul_rows(
-    em: _Emitter,
-    low: _Lowering,
-    op: GraphOp,
-    ivs: list[SSAValue],
-    cols: int,
-    depth: int,
-) -> None:
-    lhs, rhs = op.operands
-    rank = len(ivs) + 1
-    row = em.alloc([cols])
-    row.name_hint = "acc"
-    with (
-        em.loop("j", cols, "vectorized") as i_j,
-        em.kblock("matmul_init", _spatial([*ivs, i_j])) as vs,
-    ):
-        em.store(em.const(0.0, f32), row, [vs[-1]])
-    with (
-        em.loop("k", depth) as i_k,
-        em.loop("j", cols, "vectorized") as i_j,
-        em.kblock("matmul", _spatial([*ivs, i_j]) + [(i_k, REDUCE)]) as vs,
-    ):
-        *vb, vi, vj, vk = vs
-        a_at = _batch_indices(em, lhs, vb, rank) + [vi, vk]
-        b_at = _batch_indices(em, rhs, vb, rank) + [vk, vj]
-        _accumulate_product(em, row, [vj], low.buffer(lhs), a_at, low.buffer(rhs), b_at)
-    with (
-        em.loop("j", cols, "vectorized") as i_j,
-        em.kblock("matmul_store", _spatial([*ivs, i_j])) as vs,
-    ):
-        low.emit_result(em, em.load(row, [vs[-1]]), vs)
-    em.add(memref.DeallocOp.get(row))
+    gen_matmul(em, low, op)
 
 
 def _batch_indices(
@@ -1838,7 +1794,8 @@ def lower_group(
         if packing is None or packing[0] is not value:
             raise PassError(
                 f"lower-graph-to-kernel: kernel @{name} cannot take a packed "
-                "input: only the weight of a conv2d or dense anchor is packed"
+                "input: only the weight of a conv2d or dense anchor, or the B of "
+                "a matmul, is packed"
             )
     values = [*group.inputs, *group.outputs]
     types = []
@@ -1894,6 +1851,18 @@ def _report_schedule(
             f"panels of {packing[1].lanes} ({'at bind time' if packing[0] in group.packed else 'per call'})"
         )
         args.update(tile_pixels=pixels, tile_channels=lanes, panel=packing[1].lanes)
+    if first.name == "graph.matmul":
+        from ember.lowering.gemm import matmul_packing, tile_shape
+
+        rows, width = tile_shape(target)
+        when = "at bind time" if first.operands[1] in group.packed else "per call"
+        b = (
+            f"B packed in column panels of {width} ({when})"
+            if matmul_packing(first, target)
+            else "B read in place"
+        )
+        parts.append(f"register tile {rows} rows x {width} columns, {b}")
+        args.update(tile_rows=rows, tile_columns=width)
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]

@@ -39,7 +39,7 @@ metadata).  GPU-bound loops are an error here.
 
 A ``parallel`` loop with more than one iteration that is not nested in
 another parallel loop runs on a team of threads, as clang lowers
-``#pragma omp parallel for schedule(static)`` (MLIR's
+``#pragma omp parallel for schedule(dynamic, c)`` (MLIR's
 ``convert-openmp-to-llvm`` does the same for ``omp.wsloop``):
 
 * its body is outlined into ``@<kernel>__parallel<N>_body(captures…, %begin,
@@ -47,10 +47,11 @@ another parallel loop runs on a team of threads, as clang lowers
   outside (buffers ``noalias``, so the outlined loop vectorises as the inline
   one would; constants are re-created inside instead of captured);
 * ``@<kernel>__parallel<N>(%data: !llvm.ptr)`` is the thread entry point: it
-  loads the captures from ``%data`` (one 8-byte slot each), takes its static
-  chunk of the iteration range from ``omp_get_thread_num()`` /
-  ``omp_get_num_threads()`` (chunks differ by at most one iteration) and calls
-  the body;
+  loads the captures from ``%data`` (one 8-byte slot each), then takes chunks
+  of ``c`` consecutive iterations from libgomp's dynamic schedule
+  (``GOMP_loop_dynamic_start`` / ``GOMP_loop_dynamic_next``, then
+  ``GOMP_loop_end_nowait``; :data:`CHUNKS_PER_THREAD` sets ``c``) and calls
+  the body on each, until none is left;
 * the kernel reads the thread count from the external ``i32`` global
   ``@ember_num_threads`` (owned by :mod:`ember.runtime.threads`), limits it to
   the trip count, and calls ``GOMP_parallel(worker, data, n, 0)`` when it is
@@ -63,8 +64,8 @@ A loop whose work is too small to pay for waking a team stays serial:
 ops one run of the loop executes, counted statically from its trip counts.
 
 Parallel loops inside a parallel loop run serially in their thread.  The
-runtime must define ``GOMP_parallel``, ``omp_get_thread_num``,
-``omp_get_num_threads`` and ``ember_num_threads`` before such code is loaded:
+runtime must define the functions of :data:`OPENMP_ENTRY_POINTS` and
+``ember_num_threads`` before such code is loaded:
 ``ember.runtime.threads.ensure_runtime()`` does (with a serial stand-in for
 libgomp where it is missing).
 
@@ -111,6 +112,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     UnitAttr,
+    i8,
     i32,
     i64,
 )
@@ -137,6 +139,14 @@ from ember.abi import (  # the calling convention; names kept here for old impor
 from ember.errors import PassError
 from ember.ir import describe_op
 from ember.lowering import MIN_PARALLEL_WORK  # re-exported; defined there for the driver
+
+CHUNKS_PER_THREAD = 8
+"""A parallel loop's iterations are handed out in chunks of about
+``1 / (CHUNKS_PER_THREAD × team)`` of the range (``schedule(dynamic)``): a
+thread that the OS keeps off its core (another process on a shared machine)
+takes fewer chunks, and the others finish its share instead of waiting for
+it, as they must with static halves.  Chunks are contiguous, so a thread
+still walks consecutive tiles of one weight panel."""
 
 BOUNDS_ERROR_TYPE = llvm.LLVMFunctionType([llvm.LLVMPointerType(), i64, i64])
 
@@ -574,7 +584,8 @@ class _KernelTranslator:
         name: str,
     ) -> llvm.FuncOp:
         """``void name(ptr %data)``, run by every thread of the team: unpack
-        the captures, take this thread's static chunk, run the body on it."""
+        the captures, then take chunks of the iteration range from libgomp's
+        dynamic schedule until none is left, running the body on each."""
         worker = _KernelTranslator(
             self.kernel, self.declarations, self.fast_math, in_parallel=True
         )
@@ -584,61 +595,85 @@ class _KernelTranslator:
         captures: list[SSAValue] = []
         for n, t in enumerate(capture_types):
             captures.append(worker._emit(llvm.LoadOp(worker._slot(data, n, t), t)))
-        first, last = worker._static_chunk(op.trip_count)
+        count = worker._const(op.trip_count, i64)
+        bounds = worker._emit_in_entry(
+            [
+                two := llvm.ConstantOp(IntegerAttr(2, i64), i64),
+                llvm.AllocaOp(two.results[0], i64, alignment=8),
+            ]
+        )
+        first = bounds
+        last = worker._emit(llvm.GEPOp(bounds, [1], i64, inbounds=True))
+        for entry_point in (
+            "GOMP_loop_dynamic_start",
+            "GOMP_loop_dynamic_next",
+            "GOMP_loop_end_nowait",
+        ):
+            worker._declare(entry_point)
+        started = worker._emit(
+            llvm.CallOp(
+                "GOMP_loop_dynamic_start",
+                worker._const(0, i64),
+                count,
+                worker._const(1, i64),
+                worker._dynamic_chunk(count),
+                first,
+                last,
+                return_type=i8,
+            )
+        )
+        run, done = Block(), Block()
+        worker._branch_if_true(started, run, done)
+
+        worker.region.add_block(run)
+        worker.block = run
         step = worker._const(op.step_value, i64)
         lower = worker._const(op.lb, i64)
         begin, end = (
             worker._emit(
                 llvm.AddOp(
                     lower,
-                    worker._emit(llvm.MulOp(it, step, overflow=NSW)),
+                    worker._emit(llvm.MulOp(iteration, step, overflow=NSW)),
                     overflow=NSW,
                 )
             )
-            for it in (first, last)
+            for iteration in (
+                worker._emit(llvm.LoadOp(first, i64)),
+                worker._emit(llvm.LoadOp(last, i64)),
+            )
         )
         worker._append(llvm.CallOp(body.sym_name.data, *captures, begin, end))
+        more = worker._emit(
+            llvm.CallOp("GOMP_loop_dynamic_next", first, last, return_type=i8)
+        )
+        worker._branch_if_true(more, run, done)
+
+        worker.region.add_block(done)
+        worker.block = done
+        worker._append(llvm.CallOp("GOMP_loop_end_nowait"))
         worker._append(llvm.ReturnOp())
         return worker._function(name, [PTR])
 
-    def _static_chunk(self, trip_count: int) -> tuple[SSAValue, SSAValue]:
-        """Iterations ``[first, last)`` of this thread under OpenMP's static
-        schedule: ``q = T / n`` each, and the first ``T % n`` threads one more."""
-        for entry_point in ("omp_get_thread_num", "omp_get_num_threads"):
-            self._declare(entry_point)
-        thread = self._emit(
-            llvm.SExtOp(
-                self._emit(llvm.CallOp("omp_get_thread_num", return_type=i32)), i64
-            )
-        )
+    def _branch_if_true(self, flag: SSAValue, then: Block, otherwise: Block) -> None:
+        """Branch on a C ``bool`` returned by libgomp (an ``i8``, 0 or 1)."""
+        true = self._icmp(llvm.ICmpPredicateFlag.NE, flag, self._const(0, i8))
+        self._append(llvm.CondBrOp(true, then, [], otherwise, []))
+
+    def _dynamic_chunk(self, count: SSAValue) -> SSAValue:
+        """Iterations per chunk: ``max(1, T / (team × CHUNKS_PER_THREAD))``."""
+        self._declare("omp_get_num_threads")
         team = self._emit(
             llvm.SExtOp(
                 self._emit(llvm.CallOp("omp_get_num_threads", return_type=i32)), i64
             )
         )
-        count = self._const(trip_count, i64)
-        share = self._emit(llvm.SDivOp(count, team))
-        leftover = self._emit(llvm.SRemOp(count, team))
-        gets_extra = self._icmp(llvm.ICmpPredicateFlag.SLT, thread, leftover)
-        extras_before = self._emit(llvm.SelectOp(gets_extra, thread, leftover))
-        first = self._emit(
-            llvm.AddOp(
-                self._emit(llvm.MulOp(thread, share, overflow=NSW)),
-                extras_before,
-                overflow=NSW,
-            )
+        chunks = self._emit(
+            llvm.MulOp(team, self._const(CHUNKS_PER_THREAD, i64), overflow=NSW)
         )
-        size = self._emit(
-            llvm.SelectOp(
-                gets_extra,
-                self._emit(llvm.AddOp(share, self._const(1, i64), overflow=NSW)),
-                share,
-            )
-        )
-        last = self._emit(llvm.AddOp(first, size, overflow=NSW))
-        return first, last
-
-    # -- memory ------------------------------------------------------------
+        size = self._emit(llvm.SDivOp(count, chunks))
+        one = self._const(1, i64)
+        small = self._icmp(llvm.ICmpPredicateFlag.SLT, size, one)
+        return self._emit(llvm.SelectOp(small, one, size))
 
     def _address(self, op: memref.LoadOp | memref.StoreOp) -> SSAValue:
         t = self._check_layout(op.memref.type, f"access to {op.memref.type}", op)

@@ -323,8 +323,10 @@ def _band_product(
     def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
         return em.load(weights, [*batch, *red, row])
 
-    def b_at(em: Emitter, batch: Indices, red: Indices, column: SSAValue) -> SSAValue:
-        return em.load(transformed_input, [*batch, *red, column])
+    def b_at(
+        em: Emitter, batch: Indices, red: Indices, first: SSAValue, lane: SSAValue
+    ) -> SSAValue:
+        return em.load(transformed_input, [*batch, *red, em.add_index(first, lane)])
 
     product = RowProduct(
         "winograd_product",

@@ -13,7 +13,7 @@ What it assumes and decides:
 * libgomp is found with ``ctypes.util.find_library("gomp")`` or at the gcc
   runtime paths, and loaded with ``llvmlite.binding.load_library_permanently``
   so that MCJIT resolves code against it.  Where it is missing, a serial
-  stand-in for the three functions is compiled instead (a team of one thread)
+  stand-in for those functions is compiled instead (a team of one thread)
   and a :class:`ThreadsWarning` says once what to install: code runs, on one
   core.
 * Wait policy: libgomp reads ``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT`` once,
@@ -318,8 +318,9 @@ def loaded_libraries() -> list[str]:
 
 
 def _install_serial_stand_in() -> None:
-    """Compile ``GOMP_parallel(fn, data, …) { fn(data); }`` and a team of one
-    (thread 0 of 1) and register them under libgomp's names."""
+    """Compile ``GOMP_parallel(fn, data, …) { fn(data); }``, a team of one
+    (thread 0 of 1) and a dynamic schedule that gives it the whole range in
+    one chunk, and register them under libgomp's names."""
     import llvmlite.binding as llvm
     from llvmlite import ir
 
@@ -342,6 +343,31 @@ def _install_serial_stand_in() -> None:
     builder = ir.IRBuilder(parallel.append_basic_block())
     builder.call(parallel.args[0], [parallel.args[1]])
     builder.ret_void()
+    # A team of one takes the whole range in its first chunk.
+    i8, i64 = ir.IntType(8), ir.IntType(64)
+    bound = i64.as_pointer()
+    start = ir.Function(
+        module,
+        ir.FunctionType(i8, [i64, i64, i64, i64, bound, bound]),
+        name="ember_serial_GOMP_loop_dynamic_start",
+    )
+    builder = ir.IRBuilder(start.append_basic_block())
+    first, last, _, _, first_out, last_out = start.args
+    builder.store(first, first_out)
+    builder.store(last, last_out)
+    builder.ret(builder.zext(builder.icmp_signed("<", first, last), i8))
+    following = ir.Function(
+        module,
+        ir.FunctionType(i8, [bound, bound]),
+        name="ember_serial_GOMP_loop_dynamic_next",
+    )
+    ir.IRBuilder(following.append_basic_block()).ret(ir.Constant(i8, 0))
+    end = ir.Function(
+        module,
+        ir.FunctionType(ir.VoidType(), []),
+        name="ember_serial_GOMP_loop_end_nowait",
+    )
+    ir.IRBuilder(end.append_basic_block()).ret_void()
 
     engine = llvm.create_mcjit_compiler(
         llvm.parse_assembly(str(module)), host_target_machine()

@@ -9,7 +9,8 @@
 // An outermost parallel loop is outlined: the body into @scale__parallel0_body
 // (a loop over [begin, end) with the captured buffers as noalias arguments,
 // the constant re-created inside), the thread entry point into
-// @scale__parallel0 (unpacks the captures, takes its static chunk). The
+// @scale__parallel0 (unpacks the captures, takes chunks of the range from
+// libgomp's dynamic schedule). The
 // kernel forks with GOMP_parallel when min(ember_num_threads, 7) > 1 and calls
 // the body on the whole range otherwise. The nested parallel loop runs
 // serially inside the body.
@@ -79,14 +80,26 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P0]] : !llvm.ptr -> !llvm.ptr
 // CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr inbounds %data[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[P1]] : !llvm.ptr -> !llvm.ptr
-// CHECK-NEXT:    %[[TID32:.*]] = llvm.call @omp_get_thread_num() : () -> i32
-// CHECK-NEXT:    %[[TID:.*]] = llvm.sext %[[TID32]] : i32 to i64
-// CHECK-NEXT:    %[[NTH32:.*]] = llvm.call @omp_get_num_threads() : () -> i32
-// CHECK-NEXT:    %[[NTH:.*]] = llvm.sext %[[NTH32]] : i32 to i64
 // CHECK-NEXT:    %[[T:.*]] = llvm.mlir.constant(7) : i64
-// CHECK-NEXT:    %[[Q:.*]] = llvm.sdiv %[[T]], %[[NTH]] : i64
-// CHECK-NEXT:    %[[R:.*]] = llvm.srem %[[T]], %[[NTH]] : i64
+// CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[FIRST:.*]] = llvm.alloca %[[TWO]] x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[LAST:.*]] = llvm.getelementptr inbounds %[[FIRST]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// The chunk: max(1, 7 / (team x 8)) iterations, handed out by libgomp's
+// dynamic schedule until none is left.
+// CHECK:         %[[NTH32:.*]] = llvm.call @omp_get_num_threads() : () -> i32
+// CHECK-NEXT:    %[[NTH:.*]] = llvm.sext %[[NTH32]] : i32 to i64
+// CHECK-NEXT:    %[[PER:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[CHUNKS:.*]] = llvm.mul %[[NTH]], %[[PER]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[Q:.*]] = llvm.sdiv %[[T]], %[[CHUNKS]] : i64
+// CHECK:         %[[CHUNK:.*]] = llvm.select %{{.*}} : i1, i64
+// CHECK-NEXT:    %[[GOT:.*]] = llvm.call @GOMP_loop_dynamic_start(%{{.*}}, %[[T]], %{{.*}}, %[[CHUNK]], %[[FIRST]], %[[LAST]]) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i8
+// CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK_LOOP:.*]], ^[[END:.*]]
+// CHECK-NEXT:  ^[[CHUNK_LOOP]]:
 // CHECK:         llvm.call @scale__parallel0_body(%[[X]], %[[Y]], %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT:    %[[MORE:.*]] = llvm.call @GOMP_loop_dynamic_next(%[[FIRST]], %[[LAST]]) : (!llvm.ptr, !llvm.ptr) -> i8
+// CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK_LOOP]], ^[[END]]
+// CHECK-NEXT:  ^[[END]]:
+// CHECK-NEXT:    llvm.call @GOMP_loop_end_nowait() : () -> ()
 // CHECK-NEXT:    llvm.return
 
 // A parallel loop with one iteration forks nothing: it is an ordinary loop.
@@ -109,4 +122,6 @@ func.func @single(%Y: memref<1x4xf32>) attributes {kernel.kernel} {
 // CHECK-DAG:   llvm.mlir.global external @ember_num_threads() {addr_space = 0 : i32} : i32
 // CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
 // CHECK-DAG:   llvm.func @omp_get_num_threads() -> i32
-// CHECK-DAG:   llvm.func @omp_get_thread_num() -> i32
+// CHECK-DAG:   llvm.func @GOMP_loop_dynamic_start(i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i8
+// CHECK-DAG:   llvm.func @GOMP_loop_dynamic_next(!llvm.ptr, !llvm.ptr) -> i8
+// CHECK-DAG:   llvm.func @GOMP_loop_end_nowait()
