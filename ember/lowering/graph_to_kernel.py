@@ -242,8 +242,10 @@ class _Emitter:
         extents: Sequence[int],
         kinds: Sequence[str] | None = None,
     ) -> Iterator[list[SSAValue]]:
-        """A perfect nest of loops; ``kinds`` defaults to :func:`_nest_kinds`."""
-        kinds = list(kinds) if kinds is not None else _nest_kinds(extents)
+        """A perfect nest of loops; ``kinds`` default to ``serial``: a nest
+        that says only what is computed, which the schedule passes
+        (``kernel-parallelize``, ``kernel-vectorize``, ...) transform."""
+        kinds = list(kinds) if kinds is not None else ["serial"] * len(extents)
         outer = self.block
         ivs: list[SSAValue] = []
         try:
@@ -1902,7 +1904,9 @@ def _report_schedule(
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]
-    if parallel:
+    if not parallel and not vectorized:
+        parts.append("loops left to the schedule passes (kernel-parallelize, kernel-vectorize)")
+    elif parallel:
         extents = sorted({_trip_count(op) for op in parallel}, reverse=True)
         parts.append(f"parallel loop of {', '.join(map(str, extents))} iterations")
         args["parallel_extents"] = extents
