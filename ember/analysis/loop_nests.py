@@ -26,7 +26,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ember.dialects.kernel import REDUCE, BlockOp, ForOp
 
-__all__ = ["is_independent", "loop_nests", "scheduled_kinds", "uses_of"]
+__all__ = ["is_independent", "is_leaf", "loop_nests", "scheduled_kinds", "uses_of"]
 
 
 def loop_nests(kernel: FuncOp) -> list[list[ForOp]]:
@@ -43,6 +43,11 @@ def loop_nests(kernel: FuncOp) -> list[list[ForOp]]:
             nest.append(inner[0])
         nests.append(nest)
     return nests
+
+
+def is_leaf(loop: ForOp) -> bool:
+    """Whether ``loop`` holds no other loop (a candidate vector loop)."""
+    return not any(isinstance(op, ForOp) for op in loop.body.walk())
 
 
 def scheduled_kinds(loop: ForOp, ignore: ForOp | None = None) -> set[str]:

@@ -773,7 +773,9 @@ def _gen_lrn(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     size = op.attr("size")
     before, _ = graph.LrnOp.window(size)
     source = low.buffer(data)
-    with em.nest(_names("i", len(shape)), shape) as ivs:
+    # The generator's own kinds: the schedule passes leave a nest whose
+    # innermost loop holds loops unvectorized, and this one is vectorized.
+    with em.nest(_names("i", len(shape)), shape, _nest_kinds(shape)) as ivs:
         acc = em.alloc([1])
         acc.name_hint = "acc"
         zero = em.index(0)
@@ -813,11 +815,7 @@ def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     kept = [d for d in range(len(shape)) if d not in axes]
     name = _short_name(op)
     is_max = name == "reduce_max"
-    kinds = ["serial"] * len(kept)
-    wide = [i for i, d in enumerate(kept) if shape[d] > 1]
-    if wide:
-        kinds[wide[0]] = "parallel"
-    with em.nest(_names("o", len(kept)), [shape[d] for d in kept], kinds) as outer:
+    with em.nest(_names("o", len(kept)), [shape[d] for d in kept]) as outer:
         acc = em.alloc([1])
         acc.name_hint = "acc"
         zero = em.index(0)

@@ -9,7 +9,8 @@ outermost ``serial`` loop with more than one
 iteration whose iterations are independent
 (:func:`~ember.analysis.loop_nests.is_independent`) becomes ``parallel``.
 With ``leave-innermost`` (the default), the innermost loop of a nest is
-left alone when it has more than one iteration: it is the vector loop
+left alone when it holds no loop and has more than one iteration: it is the
+vector loop
 (``kernel-vectorize`` runs first), and one thread team over the outer loops
 with vectors within is the shape wanted.
 
@@ -32,7 +33,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from ember import remarks
-from ember.analysis.loop_nests import is_independent, loop_nests, scheduled_kinds
+from ember.analysis.loop_nests import is_independent, is_leaf, loop_nests, scheduled_kinds
 from ember.dialects.kernel import ForOp, kernel_functions
 
 
@@ -43,8 +44,8 @@ class KernelParallelizePass(ModulePass):
     name = "kernel-parallelize"
 
     leave_innermost: bool = True
-    """Leave the innermost loop of a nest (if it has more than one
-    iteration) to ``kernel-vectorize``."""
+    """Leave the innermost loop of a nest (if it holds no loop and has more
+    than one iteration) to ``kernel-vectorize``."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in kernel_functions(op):
@@ -55,7 +56,7 @@ class KernelParallelizePass(ModulePass):
                 ):
                     continue
                 candidates = nest
-                if self.leave_innermost and nest[-1].trip_count > 1:
+                if self.leave_innermost and is_leaf(nest[-1]) and nest[-1].trip_count > 1:
                     candidates = nest[:-1]
                 for loop in candidates:
                     if (

@@ -30,12 +30,9 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
+from ember.analysis.loop_nests import is_leaf
 from ember.dialects.kernel import ForOp, kernel_functions
 from ember.errors import PassError
-
-
-def _innermost(loop: ForOp) -> bool:
-    return not any(isinstance(op, ForOp) for op in loop.body.walk())
 
 
 def unroll(loop: ForOp) -> None:
@@ -70,7 +67,7 @@ class KernelUnrollPass(ModulePass):
                 if isinstance(loop, ForOp)
                 and loop.kind.data in ("serial", "unrolled")
                 and 0 < loop.trip_count <= self.max_extent
-                and _innermost(loop)
+                and is_leaf(loop)
             ]
             for loop in loops:
                 unroll(loop)

@@ -3,8 +3,9 @@
 TensorIR's ``sch.vectorize`` applied by a default rule: in every perfect
 loop nest at the top of a kernel (:func:`~ember.analysis.loop_nests.
 loop_nests`) whose loops are all ``serial`` — a nest no schedule step has
-touched — the innermost loop of the nest becomes ``vectorized`` when it has
-at least ``min-extent`` iterations and its iterations are independent
+touched — the innermost loop of the nest becomes ``vectorized`` when it
+holds no loop, has at least ``min-extent`` iterations and its iterations
+are independent
 (:func:`~ember.analysis.loop_nests.is_independent`).  It runs before
 ``kernel-parallelize``, which then leaves the vector loop alone.
 
@@ -32,7 +33,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from ember import remarks
-from ember.analysis.loop_nests import is_independent, loop_nests, scheduled_kinds
+from ember.analysis.loop_nests import is_independent, is_leaf, loop_nests, scheduled_kinds
 from ember.dialects.kernel import ForOp, kernel_functions
 
 
@@ -51,6 +52,7 @@ class KernelVectorizePass(ModulePass):
                 loop = nest[-1]
                 if (
                     not scheduled_kinds(nest[0])
+                    and is_leaf(loop)
                     and loop.trip_count >= self.min_extent
                     and is_independent(loop)
                 ):
