@@ -116,50 +116,31 @@ func.func @cumsum(%x: memref<4xf32>, %y: memref<4xf32>) attributes {kernel.kerne
     assert not np.array_equal(forward, backward)
 
 
-@SOUNDNESS
-@given(graph_programs(max_ops=4, max_outputs=2))
-def test_default_schedule_is_sound(program) -> None:
-    plain = _plain_kernels(program)
-    scheduled = apply_passes(plain, Target("llvm").default_schedule)
-    _assert_same_results(plain, scheduled, program.inputs)
+SCHEDULES = {
+    "default": st.just(Target("llvm").default_schedule),
+    "kernel-parallelize": st.booleans().map(
+        lambda leave: f"kernel-parallelize{{leave-innermost={str(leave).lower()}}}"
+    ),
+    "kernel-vectorize": st.integers(1, 6).map(lambda n: f"kernel-vectorize{{min-extent={n}}}"),
+    # Tiled, then scheduled: the tile loops are independent too.
+    "kernel-tile": st.lists(st.integers(0, 4), min_size=1, max_size=4).map(
+        lambda sizes: f"kernel-tile{{sizes={','.join(map(str, sizes))}}},"
+        "kernel-vectorize,kernel-parallelize"
+    ),
+    "kernel-unroll": st.integers(1, 5).map(lambda n: f"kernel-unroll{{max-extent={n}}}"),
+}
+"""Pass → pipelines that run it with drawn options."""
 
 
-@SOUNDNESS
-@given(graph_programs(max_ops=4, max_outputs=2), st.booleans())
-def test_kernel_parallelize_is_sound(program, leave_innermost) -> None:
-    plain = _plain_kernels(program)
-    option = str(leave_innermost).lower()
-    after = apply_passes(plain, f"kernel-parallelize{{leave-innermost={option}}}")
-    _assert_same_results(plain, after, program.inputs)
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_schedule_pass_is_sound(name) -> None:
+    @SOUNDNESS
+    @given(graph_programs(max_ops=4, max_outputs=2), SCHEDULES[name])
+    def check(program, pipeline) -> None:
+        plain = _plain_kernels(program)
+        _assert_same_results(plain, apply_passes(plain, pipeline), program.inputs)
 
-
-@SOUNDNESS
-@given(graph_programs(max_ops=4, max_outputs=2), st.integers(1, 6))
-def test_kernel_vectorize_is_sound(program, min_extent) -> None:
-    plain = _plain_kernels(program)
-    after = apply_passes(plain, f"kernel-vectorize{{min-extent={min_extent}}}")
-    _assert_same_results(plain, after, program.inputs)
-
-
-@SOUNDNESS
-@given(
-    graph_programs(max_ops=4, max_outputs=2),
-    st.lists(st.integers(0, 4), min_size=1, max_size=4),
-)
-def test_kernel_tile_is_sound(program, sizes) -> None:
-    """Tiled, then scheduled: the tile loops are independent too."""
-    plain = _plain_kernels(program)
-    spec = ",".join(map(str, sizes))
-    after = apply_passes(plain, f"kernel-tile{{sizes={spec}}},kernel-vectorize,kernel-parallelize")
-    _assert_same_results(plain, after, program.inputs)
-
-
-@SOUNDNESS
-@given(graph_programs(max_ops=4, max_outputs=2), st.integers(1, 5))
-def test_kernel_unroll_is_sound(program, max_extent) -> None:
-    plain = _plain_kernels(program)
-    after = apply_passes(plain, f"kernel-unroll{{max-extent={max_extent}}}")
-    _assert_same_results(plain, after, program.inputs)
+    check()
 
 
 @SOUNDNESS
@@ -280,7 +261,7 @@ def test_kernel_pack_layout_reads_panels() -> None:
         ("kernel-tile{sizes=-1}", "sizes must be one or more sizes"),
         ("kernel-unroll{max-extent=0}", "max-extent must be >= 1"),
         ("kernel-pack-layout", "give the kernel to change"),
-        ("kernel-pack-layout{kernel=nope}", "no kernel named @nope"),
+        ("kernel-pack-layout{kernel=nope}", "no kernel @nope in the module"),
         ("kernel-pack-layout{kernel=fused_add_relu arg=9}", "there is no arg=9"),
         ("kernel-pack-layout{kernel=fused_add_relu arg=2}", "used by memref.store"),
         ("kernel-pack-layout{kernel=fused_add_relu arg=0}", "not a graph.constant"),

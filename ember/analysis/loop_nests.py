@@ -13,7 +13,9 @@ iteration kinds before ``parallel`` / ``vectorize`` / ``split``:
   ``parallel``/``vectorize``: every block under the loop binds it to
   spatial iteration variables only, and scratch buffers are private to an
   iteration);
-* :func:`scheduled_kinds`: the loop kinds already chosen under a loop.
+* :func:`scheduled_kinds`: the loop kinds already chosen under a loop;
+* :func:`mark_loop`: how a schedule pass gives a loop its kind, with the
+  remark that says so.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from xdsl.dialects import memref
+from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
+from ember import remarks
 from ember.dialects.kernel import REDUCE, BlockOp, ForOp
 
-__all__ = ["is_independent", "is_leaf", "loop_nests", "scheduled_kinds", "uses_of"]
+__all__ = ["is_independent", "is_leaf", "loop_nests", "mark_loop", "scheduled_kinds", "uses_of"]
 
 
 def loop_nests(kernel: FuncOp) -> list[list[ForOp]]:
@@ -147,3 +151,16 @@ def _computed_from(value: SSAValue, source: SSAValue) -> bool:
         seen.add(current)
         stack.extend(current.owner.operands)
     return False
+
+
+def mark_loop(pass_name: str, kernel: FuncOp, loop: ForOp, kind: str) -> None:
+    """Give ``loop`` of ``kernel`` the kind ``kind``, and say so (an applied remark)."""
+    loop.kind = StringAttr(kind)
+    remarks.applied(
+        pass_name,
+        f"kernel @{kernel.sym_name.data}: loop %{loop.induction_var.name_hint or '?'} "
+        f"of {loop.trip_count} iterations made {kind}",
+        [kernel],
+        kernel=kernel.sym_name.data,
+        extent=loop.trip_count,
+    )

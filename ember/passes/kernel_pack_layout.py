@@ -36,22 +36,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ember.dialects.graph import CallKernelOp, ConstantOp
-from ember.dialects.kernel import is_kernel
-from ember.errors import PassError
+from ember.dialects.kernel import find_kernel
+from ember.errors import IRError, PassError
 from ember.lowering.graph_to_kernel import WeightPacking
 
 
 def _fail(message: str) -> PassError:
     return PassError(f"kernel-pack-layout: {message}")
-
-
-def _find_kernel(module: ModuleOp, name: str) -> FuncOp:
-    for op in module.ops:
-        if isinstance(op, FuncOp) and op.sym_name.data == name:
-            if not is_kernel(op):
-                raise _fail(f"@{name} is not a kernel (it lacks kernel.kernel)")
-            return op
-    raise _fail(f"no kernel named @{name} in the module")
 
 
 def _checked_input(kernel: FuncOp, arg: int) -> tuple[SSAValue, MemRefType]:
@@ -107,7 +98,10 @@ class KernelPackLayoutPass(ModulePass):
             raise _fail("give the kernel to change: kernel-pack-layout{kernel=NAME arg=N lanes=L}")
         if self.lanes < 1:
             raise _fail(f"lanes must be >= 1, got {self.lanes}")
-        kernel = _find_kernel(op, self.kernel)
+        try:
+            kernel = find_kernel(op, self.kernel)
+        except IRError as e:
+            raise _fail(str(e)) from None
         value, t = _checked_input(kernel, self.arg)
         callers = _callers(op, self.kernel, self.arg)
         packing = WeightPacking(self.lanes)

@@ -28,13 +28,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from ember import remarks
-from ember.analysis.loop_nests import is_independent, is_leaf, loop_nests, scheduled_kinds
-from ember.dialects.kernel import ForOp, kernel_functions
+from ember.analysis.loop_nests import (
+    is_independent,
+    is_leaf,
+    loop_nests,
+    mark_loop,
+    scheduled_kinds,
+)
+from ember.dialects.kernel import kernel_functions
 
 
 @dataclass(frozen=True)
@@ -56,16 +60,5 @@ class KernelVectorizePass(ModulePass):
                     and loop.trip_count >= self.min_extent
                     and is_independent(loop)
                 ):
-                    loop.kind = StringAttr("vectorized")
-                    _report(kernel, loop)
+                    mark_loop(self.name, kernel, loop, "vectorized")
 
-
-def _report(kernel: FuncOp, loop: ForOp) -> None:
-    remarks.applied(
-        "kernel-vectorize",
-        f"kernel @{kernel.sym_name.data}: loop %{loop.induction_var.name_hint or '?'} "
-        f"of {loop.trip_count} iterations is vectorized",
-        [kernel],
-        kernel=kernel.sym_name.data,
-        extent=loop.trip_count,
-    )
