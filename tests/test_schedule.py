@@ -144,8 +144,10 @@ def test_schedule_pass_is_sound(name) -> None:
 
 
 @SOUNDNESS
-@given(graph_programs(max_ops=4, max_outputs=1), st.sampled_from([1, 3, 4, 8]))
-def test_kernel_pack_layout_is_sound(program, lanes) -> None:
+@given(
+    graph_programs(max_ops=4, max_outputs=1), st.integers(0, 3), st.sampled_from([1, 3, 4, 8])
+)
+def test_kernel_pack_layout_is_sound(program, axis, lanes) -> None:
     """Every f32 constant a kernel only reads, repacked at bind time: the
     program computes what it did (inputs bound as constants first)."""
     module = program.fresh_module()
@@ -165,9 +167,12 @@ def test_kernel_pack_layout_is_sound(program, lanes) -> None:
     packed = plain
     for callee, n in sites:
         try:
-            packed = apply_passes(packed, f"kernel-pack-layout{{kernel={callee} arg={n} lanes={lanes}}}")
+            pipeline = f"kernel-pack-layout{{kernel={callee} arg={n} axis={axis} lanes={lanes}}}"
+            packed = apply_passes(packed, pipeline)
         except PassError as e:
-            assert "only" in str(e) or "not a graph.constant" in str(e), e
+            assert any(
+                reason in str(e) for reason in ("only", "not a graph.constant", "there is no axis")
+            ), e
     assume(packed is not plain)
     expected = ember.interpret(plain, "main")
     got = ember.interpret(packed, "main")
@@ -254,6 +259,19 @@ def test_kernel_pack_layout_reads_panels() -> None:
     np.testing.assert_array_equal(got, expected)
 
 
+def test_kernel_pack_layout_blocks_any_axis() -> None:
+    """NCHW → NCHW8c: channels in blocks of 8, the lane innermost; along
+    axis 0 the layout is the micro-kernels' weight panels."""
+    from ember.lowering.graph_to_kernel import WeightPacking
+    from ember.passes.kernel_pack_layout import pack, packed_shape
+
+    x = np.arange(2 * 12 * 3 * 3, dtype=np.float32).reshape(2, 12, 3, 3)
+    blocked = pack(x, 1, 8)
+    assert blocked.shape == packed_shape(x.shape, 1, 8) == (2, 2, 3, 3, 8)
+    assert blocked[1, 1, 2, 0, 3] == x[1, 8 + 3, 2, 0] and blocked[1, 1, 2, 0, 4] == 0
+    np.testing.assert_array_equal(pack(x, 0, 4), WeightPacking(4).pack(x))
+
+
 @pytest.mark.parametrize(
     ("pipeline", "message"),
     [
@@ -264,6 +282,7 @@ def test_kernel_pack_layout_reads_panels() -> None:
         ("kernel-pack-layout{kernel=nope}", "no kernel @nope in the module"),
         ("kernel-pack-layout{kernel=fused_add_relu arg=9}", "there is no arg=9"),
         ("kernel-pack-layout{kernel=fused_add_relu arg=2}", "used by memref.store"),
+        ("kernel-pack-layout{kernel=fused_add_relu arg=0 axis=4}", "there is no axis=4"),
         ("kernel-pack-layout{kernel=fused_add_relu arg=0}", "not a graph.constant"),
         ("kernel-pack-layout{kernel=main}", "@main is not a kernel"),
     ],

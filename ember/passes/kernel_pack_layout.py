@@ -1,12 +1,13 @@
-"""``kernel-pack-layout``: read a kernel input in panels, packed at bind time.
+"""``kernel-pack-layout``: read a kernel input in blocked layout, packed at bind time.
 
 TVM's ``AlterOpLayout`` (OIHW → OIHW8o, NCHW → NCHW8c) as a kernel pass:
-input ``arg`` of kernel ``@kernel``, ``W[o, r…]``, becomes the f32 panels
-``P[o // lanes, r…, o % lanes]`` (the channels past the end zero,
-:class:`~ember.lowering.graph_to_kernel.WeightPacking`), and each load from
-it reads the panel element instead::
+axis ``axis`` of input ``arg`` of kernel ``@kernel`` is split into blocks of
+``lanes`` and the lane moved innermost — ``W[…, c, …]`` becomes the f32
+``P[…, c // lanes, …, c % lanes]``, the elements past the end zero — and
+each load from it reads the packed element instead::
 
-    kernel-pack-layout{kernel=dense arg=1 lanes=8}
+    kernel-pack-layout{kernel=dense arg=1 lanes=8}          # OI → O/8·I·8o
+    kernel-pack-layout{kernel=conv2d arg=0 axis=1 lanes=8}  # NCHW → NCHW8c
 
 ```mlir
 %w = memref.load %W[%o, %k] : memref<10x784xf32>
@@ -14,19 +15,24 @@ it reads the panel element instead::
 %w = memref.load %W[%o / 8, %k, %o % 8] : memref<2x784x8xf32>
 ```
 
-The data is repacked where it is bound, not at run time: every
-``graph.call_kernel @kernel`` in the module must pass a ``graph.constant``
-there, which is replaced by its packed copy (the original goes once nothing
-else reads it).  A kernel no one calls in the module changes its argument
-alone: the caller passes panels.  The pass refuses, naming the reason and
-before changing anything, an input the kernel writes or passes on, one that
-is not f32, and a call that passes a value that is not a constant.
+Along axis 0 this is the panel layout of the conv2d/dense micro-kernels
+(:class:`~ember.lowering.graph_to_kernel.WeightPacking`).  The data is
+repacked where it is bound, not at run time: every ``graph.call_kernel
+@kernel`` in the module must pass a ``graph.constant`` there, which is
+replaced by its packed copy (the original goes once nothing else reads it).
+A kernel no one calls in the module changes its argument alone: the caller
+passes packed data.  The pass refuses, naming the reason and before
+changing anything, an input the kernel writes or passes on, one that is not
+f32, an axis it does not have, and a call that passes a value that is not a
+constant.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, f32
@@ -38,7 +44,6 @@ from xdsl.rewriter import Rewriter
 from ember.dialects.graph import CallKernelOp, ConstantOp
 from ember.dialects.kernel import find_kernel
 from ember.errors import IRError, PassError
-from ember.lowering.graph_to_kernel import WeightPacking
 
 
 def _fail(message: str) -> PassError:
@@ -78,9 +83,26 @@ def _callers(module: ModuleOp, name: str, arg: int) -> list[tuple[CallKernelOp, 
     return found
 
 
+def packed_shape(shape: Sequence[int], axis: int, lanes: int) -> tuple[int, ...]:
+    """``shape`` with ``axis`` split into blocks of ``lanes``, the lane last."""
+    blocked = list(shape)
+    blocked[axis] = -(-shape[axis] // lanes)
+    return (*blocked, lanes)
+
+
+def pack(array: np.ndarray, axis: int, lanes: int) -> np.ndarray:
+    """``array`` in the layout of :func:`packed_shape`, as f32, zero-padded."""
+    padded_shape = list(array.shape)
+    padded_shape[axis] = -(-array.shape[axis] // lanes) * lanes
+    padded = np.zeros(padded_shape, np.float32)
+    padded[tuple(slice(0, n) for n in array.shape)] = array
+    split = padded.reshape(*padded_shape[:axis], -1, lanes, *padded_shape[axis + 1 :])
+    return np.ascontiguousarray(np.moveaxis(split, axis + 1, -1))
+
+
 @dataclass(frozen=True)
 class KernelPackLayoutPass(ModulePass):
-    """Read input ``arg`` of ``@kernel`` in panels of ``lanes``, packed at bind time."""
+    """Read input ``arg`` of ``@kernel`` with ``axis`` blocked by ``lanes``, packed at bind time."""
 
     name = "kernel-pack-layout"
 
@@ -90,8 +112,11 @@ class KernelPackLayoutPass(ModulePass):
     arg: int = 0
     """Which argument of the kernel (0 = first)."""
 
+    axis: int = 0
+    """The axis split into blocks (0: OIHW → OIHW8o, 1: NCHW → NCHW8c)."""
+
     lanes: int = 8
-    """Elements of the first axis per panel (the innermost axis of the layout)."""
+    """Elements of ``axis`` per block (the innermost axis of the layout)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not self.kernel:
@@ -103,13 +128,17 @@ class KernelPackLayoutPass(ModulePass):
         except IRError as e:
             raise _fail(str(e)) from None
         value, t = _checked_input(kernel, self.arg)
+        rank = len(t.get_shape())
+        if not 0 <= self.axis < rank:
+            raise _fail(
+                f"argument #{self.arg} of @{self.kernel} has {rank} axes, there is no axis={self.axis}"
+            )
         callers = _callers(op, self.kernel, self.arg)
-        packing = WeightPacking(self.lanes)
-        packed_type = MemRefType(f32, packing.shape(t.get_shape()))
+        packed_type = MemRefType(f32, packed_shape(t.get_shape(), self.axis, self.lanes))
         packed: dict[ConstantOp, SSAValue] = {}
         for call, constant in callers:
             if constant not in packed:
-                new = ConstantOp.from_array(packing.pack(constant.to_array()))
+                new = ConstantOp.from_array(pack(constant.to_array(), self.axis, self.lanes))
                 block = constant.parent_block()
                 assert block is not None  # constants live in function bodies
                 block.insert_op_after(new, constant)
@@ -125,19 +154,20 @@ class KernelPackLayoutPass(ModulePass):
         kernel.update_function_type()
         for load in loads:
             assert isinstance(load, memref.LoadOp)  # checked by _checked_input
-            _rewrite_load(load, new_value, self.lanes)
+            _rewrite_load(load, new_value, self.axis, self.lanes)
 
 
-def _rewrite_load(load: memref.LoadOp, panels: SSAValue, lanes: int) -> None:
-    """``load W[o, r…]`` → ``load P[o / lanes, r…, o % lanes]``."""
+def _rewrite_load(load: memref.LoadOp, packed: SSAValue, axis: int, lanes: int) -> None:
+    """``load W[…, c, …]`` → ``load P[…, c / lanes, …, c % lanes]``."""
     block = load.parent_block()
     assert block is not None  # loads live in blocks
-    first, *rest = load.indices
+    indices = list(load.indices)
     width = arith.ConstantOp.from_int_and_width(lanes, IndexType())
-    panel = arith.DivSIOp(first, width)
-    lane = arith.RemSIOp(first, width)
-    new = memref.LoadOp.get(panels, [panel.result, *rest, lane.result])
-    block.insert_ops_before([width, panel, lane, new], load)
+    block_index = arith.DivSIOp(indices[axis], width)
+    lane = arith.RemSIOp(indices[axis], width)
+    indices[axis] = block_index.result
+    new = memref.LoadOp.get(packed, [*indices, lane.result])
+    block.insert_ops_before([width, block_index, lane, new], load)
     new.res.name_hint = load.res.name_hint
     load.res.replace_all_uses_with(new.res)
     block.erase_op(load)

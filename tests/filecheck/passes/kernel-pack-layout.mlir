@@ -35,3 +35,12 @@ func.func @scale(%x: memref<6x3xf32>, %w: memref<6x3xf32>, %y: memref<6x3xf32>) 
 // CHECK-NEXT:    %b = memref.load %w[%[[PANEL]], %vj, %[[LANE]]] : memref<2x3x4xf32>
 
 // INPUT: kernel-pack-layout: operand #0 of a call of @scale is not a graph.constant
+
+
+// RUN: ember-opt %s -p "kernel-pack-layout{kernel=scale arg=1 axis=1 lanes=2}" | filecheck %s --check-prefix=AXIS1
+// AXIS1:       %w_packed = graph.constant {value = dense<{{.*}}> : tensor<6x2x2xf32>} : tensor<6x2x2xf32>
+// AXIS1:       func.func @scale(%x: memref<6x3xf32>, %w: memref<6x2x2xf32>, %y: memref<6x3xf32>)
+// AXIS1:         %[[LANES:.*]] = arith.constant 2 : index
+// AXIS1-NEXT:    %[[BLOCK:.*]] = arith.divsi %vj, %[[LANES]] : index
+// AXIS1-NEXT:    %[[LANE:.*]] = arith.remsi %vj, %[[LANES]] : index
+// AXIS1-NEXT:    %b = memref.load %w[%vi, %[[BLOCK]], %[[LANE]]] : memref<6x2x2xf32>
