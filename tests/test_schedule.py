@@ -204,6 +204,16 @@ def test_lowering_emits_plain_loops_and_the_default_schedule_marks_them() -> Non
     assert _loop_kinds(scheduled) == [(2, "parallel"), (3, "serial"), (20, "vectorized")]
 
 
+def test_schedule_passes_report_each_loop_they_mark() -> None:
+    plain = apply_passes(ADD_RELU, "fuse-ops," + PLAIN)
+    _, records = apply_passes(plain, "kernel-vectorize,kernel-parallelize", remarks=True)
+    said = [(r.pass_name, r.kind, r.message) for r in records]
+    assert said == [
+        ("kernel-vectorize", "applied", "kernel @fused_add_relu: loop %hw of 20 iterations made vectorized"),
+        ("kernel-parallelize", "applied", "kernel @fused_add_relu: loop %i0 of 2 iterations made parallel"),
+    ]
+
+
 def test_kernel_tile_splits_independent_loops_and_leaves_the_rest() -> None:
     plain = apply_passes(ADD_RELU, "fuse-ops," + PLAIN)
     tiled = apply_passes(plain, "kernel-tile{sizes=0,0,5}")
