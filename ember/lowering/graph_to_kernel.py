@@ -43,8 +43,11 @@ Performance-minded loop structures (correctness first; schedules refine):
 * conv2d and the pools read a pre-padded f32 copy of the input (no bounds
   tests in the hot loop).
 * matmul: i-k-j with the output row accumulated in a scratch row.
-* elementwise ops: one nest over the result, an NCHW plane as one long
-  ``vectorized`` loop.
+* elementwise, injective, pad, slice, resize and reduction ops: plain
+  ``serial`` nests (an NCHW plane as one long loop) that the target's
+  default schedule makes ``parallel`` / ``vectorized``
+  (``kernel-vectorize``, ``kernel-parallelize``; docs/passes.md,
+  "Schedules"); the generators above still choose their own kinds.
 * pools: like the row-vectorised conv2d without the channel reduction;
   softmax: three passes over the axis with two scalars of scratch.
 
@@ -279,7 +282,9 @@ class _Emitter:
 
 def _nest_kinds(extents: Sequence[int], vectorize: bool = True) -> list[str]:
     """The innermost loop (over contiguous memory) is ``vectorized`` if its
-    extent is > 1; the outermost other loop of extent > 1 is ``parallel``."""
+    extent is > 1; the outermost other loop of extent > 1 is ``parallel``:
+    the default schedule's rule, for the generators that still choose their
+    own kinds (lrn, Winograd's zero fill)."""
     kinds = ["serial"] * len(extents)
     last = len(extents) - 1
     if vectorize and extents and extents[last] > 1:
@@ -566,8 +571,8 @@ def _plane_nest(
     em: _Emitter, name: str, shape: Sequence[int]
 ) -> Iterator[list[SSAValue]]:
     """A nest and block over ``shape``, yielding the block's indices of the
-    element; the last two axes are one ``vectorized`` loop, split back into
-    two indices by division.
+    element; the last two axes are one loop (the one the default schedule
+    vectorizes), split back into two indices by division.
 
     Why: a short innermost axis (a 7- or 28-wide row) is unrolled by LLVM,
     which then vectorises the loop around it with gathers and scatters
