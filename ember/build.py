@@ -76,6 +76,12 @@ BUILD_OPTIONS: dict[str, tuple[type, str]] = {
         "channels run as Winograd F(2x2, 3x3) convolutions (default 0: none; "
         "32 picks the layers where it measured faster alone)",
     ),
+    "schedule": (
+        str,
+        "the schedule passes run on the kernels, a pipeline string such as "
+        "'kernel-vectorize,kernel-parallelize' (default: the target's, "
+        "Target.default_schedule; '' runs none); docs/passes.md, 'Schedules'",
+    ),
 }
 """Option name → (type of its value, what it does)."""
 
@@ -159,7 +165,13 @@ def build(
         raise RuntimeFailure(
             f"fast_math=True is an option of the 'llvm' target, not {target_name!r}"
         )
-    compile_options = replace(compile_options, target=parsed)
+    compile_options = replace(
+        compile_options, target=parsed, schedule=compile_options.kernel_schedule
+    )
+    if target_name == "llvm":
+        from ember.passes.pipeline import parse_passes
+
+        parse_passes(compile_options.schedule)  # a bad schedule fails before any work
     if not isinstance(cache, bool):
         raise RuntimeFailure(f"cache must be True or False, got {cache!r}")
     key = None

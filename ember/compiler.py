@@ -55,6 +55,16 @@ class CompileOptions:
     """3×3 stride-1 conv2d layers with at least this many input and output
     channels run as Winograd convolutions (:mod:`ember.lowering.winograd`);
     0: none."""
+    schedule: str | None = None
+    """The schedule passes run on the kernels (a pipeline string,
+    ``docs/passes.md``); ``None``: the target's
+    (:attr:`~ember.target.Target.default_schedule`), ``""``: none, the
+    kernels as the generators emit them."""
+
+    @property
+    def kernel_schedule(self) -> str:
+        """The schedule this build runs: :attr:`schedule` or the target's."""
+        return self.target.default_schedule if self.schedule is None else self.schedule
 
 
 @dataclass
@@ -96,19 +106,25 @@ def to_kernel(
     copy: bool = True,
 ) -> ModuleOp:
     """Stage ``kernel``: every graph op lowered to a kernel call, tiles
-    shaped for the target's vector registers; ``annotate`` records each
+    shaped for the target's vector registers, then the schedule passes
+    (:attr:`CompileOptions.kernel_schedule`); ``annotate`` records each
     call's graph ops and FLOPs for the profiler.  A copy; ``graph`` itself
     with ``copy=False``, so that weights the lowering repacks are not held
     twice."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+    from ember.passes.pipeline import parse_passes
 
+    schedule = parse_passes(options.kernel_schedule)  # a bad schedule fails first
     kernel = graph.clone() if copy else graph
+    ctx = make_context()
     LowerGraphToKernelPass(
         vector_bits=options.target.vector_bits,
         annotate=annotate,
         winograd_min_channels=options.winograd_min_channels,
-    ).apply(make_context(), kernel)
+    ).apply(ctx, kernel)
+    for schedule_pass in schedule:
+        schedule_pass.apply(ctx, kernel)
     return kernel
 
 

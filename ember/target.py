@@ -56,6 +56,9 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 }
 """Option → the kinds that take it (empty: all)."""
 
+DEFAULT_SCHEDULES: dict[str, str] = {"llvm": "kernel-vectorize,kernel-parallelize"}
+"""Target kind → its default schedule (:attr:`Target.default_schedule`)."""
+
 VECTOR_BITS_BY_FEATURE = (("avx512f", 512), ("avx", 256))
 """The widest vector register a CPU feature brings; without any, 128 (SSE)."""
 
@@ -157,6 +160,19 @@ class Target:
         """Width of the widest vector register: 512 with AVX-512, 256 with AVX."""
         features = self.features
         return next((bits for name, bits in VECTOR_BITS_BY_FEATURE if name in features), 128)
+
+    @property
+    def default_schedule(self) -> str:
+        """The schedule passes run on the kernels compiled for this target,
+        as a pipeline string (``ember-translate --emit=schedule`` prints it;
+        ``ember.build(..., options={"schedule": ...})`` replaces it).
+
+        The CPU's: one thread team over the outer loops of each loop nest the
+        kernel generators leave unscheduled, vectors in its innermost loop.
+        Tile shapes and weight layouts of the micro-kernels still come from
+        the kernel generators (:mod:`ember.lowering.graph_to_kernel`), sized
+        by :attr:`vector_bits`."""
+        return DEFAULT_SCHEDULES.get(self.kind, "")
 
     def vector_lanes(self, dtype: str = "float32") -> int:
         """Elements of ``dtype`` (a numpy name) in one vector register."""

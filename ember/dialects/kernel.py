@@ -538,6 +538,20 @@ def kernel_functions(module: ModuleOp) -> list[FuncOp]:
     return [op for op in module.ops if is_kernel(op)]
 
 
+def find_kernel(module: ModuleOp, name: str) -> FuncOp:
+    """Kernel ``@name`` of ``module``; :class:`ember.errors.IRError` naming
+    what is there otherwise."""
+    from ember.errors import IRError
+
+    for op in module.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == name:
+            if not is_kernel(op):
+                raise IRError(f"@{name} is not a kernel (it lacks the kernel.kernel attribute)")
+            return op
+    kernels = [op.sym_name.data for op in module.ops if is_kernel(op)]
+    raise IRError(f"no kernel @{name} in the module; kernels: {kernels}")
+
+
 def check_kernel_signature(func: FuncOp) -> list[MemRefType]:
     """The memref argument types of a kernel; ``VerifyException`` naming the
     function and argument if the destination-passing contract is broken
@@ -574,6 +588,7 @@ __all__ = [
     "InitOp",
     "Kernel",
     "check_kernel_signature",
+    "find_kernel",
     "is_kernel",
     "kernel_functions",
     "mark_kernel",

@@ -49,7 +49,7 @@ from ember.dialects.kernel import (
     ForOp,
     InitOp,
     check_kernel_signature,
-    is_kernel,
+    find_kernel,
 )
 from ember.errors import IRError, RuntimeFailure
 
@@ -252,16 +252,6 @@ def kernel_interpreter(module: ModuleOp) -> Interpreter:
     return interpreter
 
 
-def _find_kernel(module: ModuleOp, name: str) -> FuncOp:
-    for op in module.ops:
-        if isinstance(op, FuncOp) and op.sym_name.data == name:
-            if not is_kernel(op):
-                raise IRError(f"@{name} is not a kernel (it lacks the kernel.kernel attribute)")
-            return op
-    kernels = [op.sym_name.data for op in module.ops if is_kernel(op)]
-    raise IRError(f"no kernel @{name} in the module; kernels: {kernels}")
-
-
 def _check_arrays(func: FuncOp, arrays: Sequence[np.ndarray]) -> None:
     try:
         types = check_kernel_signature(func)
@@ -289,7 +279,7 @@ def run_kernel(module: ModuleOp, name: str, *arrays: np.ndarray) -> None:
     ``arrays`` match the kernel's memref arguments in order, outputs last
     (destination-passing style); shapes and dtypes must match exactly.
     """
-    func = _find_kernel(module, name)
+    func = find_kernel(module, name)
     _check_arrays(func, arrays)
     try:
         kernel_interpreter(module).call_op(func, tuple(arrays))

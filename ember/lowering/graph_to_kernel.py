@@ -44,8 +44,11 @@ Performance-minded loop structures (correctness first; schedules refine):
   tests in the hot loop).
 * matmul: register tiles of rows × columns over B in column panels
   (:mod:`ember.lowering.gemm`).
-* elementwise ops: one nest over the result, an NCHW plane as one long
-  ``vectorized`` loop.
+* elementwise, injective, pad, slice, resize and reduction ops: plain
+  ``serial`` nests (an NCHW plane as one long loop) that the target's
+  default schedule makes ``parallel`` / ``vectorized``
+  (``kernel-vectorize``, ``kernel-parallelize``; docs/passes.md,
+  "Schedules"); the generators above still choose their own kinds.
 * pools: like the row-vectorised conv2d without the channel reduction;
   softmax: three passes over the axis with two scalars of scratch.
 
@@ -239,8 +242,10 @@ class _Emitter:
         extents: Sequence[int],
         kinds: Sequence[str] | None = None,
     ) -> Iterator[list[SSAValue]]:
-        """A perfect nest of loops; ``kinds`` defaults to :func:`_nest_kinds`."""
-        kinds = list(kinds) if kinds is not None else _nest_kinds(extents)
+        """A perfect nest of loops; ``kinds`` default to ``serial``: a nest
+        that says only what is computed, which the schedule passes
+        (``kernel-parallelize``, ``kernel-vectorize``, ...) transform."""
+        kinds = list(kinds) if kinds is not None else ["serial"] * len(extents)
         outer = self.block
         ivs: list[SSAValue] = []
         try:
@@ -274,7 +279,9 @@ class _Emitter:
 
 def _nest_kinds(extents: Sequence[int], vectorize: bool = True) -> list[str]:
     """The innermost loop (over contiguous memory) is ``vectorized`` if its
-    extent is > 1; the outermost other loop of extent > 1 is ``parallel``."""
+    extent is > 1; the outermost other loop of extent > 1 is ``parallel``:
+    the default schedule's rule, for the generators that still choose their
+    own kinds (lrn, Winograd's zero fill)."""
     kinds = ["serial"] * len(extents)
     last = len(extents) - 1
     if vectorize and extents and extents[last] > 1:
@@ -561,8 +568,8 @@ def _plane_nest(
     em: _Emitter, name: str, shape: Sequence[int]
 ) -> Iterator[list[SSAValue]]:
     """A nest and block over ``shape``, yielding the block's indices of the
-    element; the last two axes are one ``vectorized`` loop, split back into
-    two indices by division.
+    element; the last two axes are one loop (the one the default schedule
+    vectorizes), split back into two indices by division.
 
     Why: a short innermost axis (a 7- or 28-wide row) is unrolled by LLVM,
     which then vectorises the loop around it with gathers and scatters
@@ -768,7 +775,9 @@ def _gen_lrn(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     size = op.attr("size")
     before, _ = graph.LrnOp.window(size)
     source = low.buffer(data)
-    with em.nest(_names("i", len(shape)), shape) as ivs:
+    # The generator's own kinds: the schedule passes leave a nest whose
+    # innermost loop holds loops unvectorized, and this one is vectorized.
+    with em.nest(_names("i", len(shape)), shape, _nest_kinds(shape)) as ivs:
         acc = em.alloc([1])
         acc.name_hint = "acc"
         zero = em.index(0)
@@ -808,11 +817,7 @@ def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     kept = [d for d in range(len(shape)) if d not in axes]
     name = _short_name(op)
     is_max = name == "reduce_max"
-    kinds = ["serial"] * len(kept)
-    wide = [i for i, d in enumerate(kept) if shape[d] > 1]
-    if wide:
-        kinds[wide[0]] = "parallel"
-    with em.nest(_names("o", len(kept)), [shape[d] for d in kept], kinds) as outer:
+    with em.nest(_names("o", len(kept)), [shape[d] for d in kept]) as outer:
         acc = em.alloc([1])
         acc.name_hint = "acc"
         zero = em.index(0)
@@ -1866,7 +1871,9 @@ def _report_schedule(
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]
-    if parallel:
+    if not parallel and not vectorized:
+        parts.append("loops left to the schedule passes (kernel-parallelize, kernel-vectorize)")
+    elif parallel:
         extents = sorted({_trip_count(op) for op in parallel}, reverse=True)
         parts.append(f"parallel loop of {', '.join(map(str, extents))} iterations")
         args["parallel_extents"] = extents

@@ -363,7 +363,11 @@ def _input_transform(
         # Zeros in the columns past the band's tiles: their products are
         # never read, but must not be NaN or denormal garbage.
         with (
-            em.nest(["x", "c", "t"], [positions, in_channels, tiles - used]) as ivs,
+            em.nest(
+                ["x", "c", "t"],
+                [positions, in_channels, tiles - used],
+                g2k._nest_kinds([positions, in_channels, tiles - used]),
+            ) as ivs,
             em.kblock("winograd_input_zero", g2k._spatial(ivs)) as (vx, vc, vt),
         ):
             em.store(em.const(0.0, f32), out, [vx, vc, em.add_index(vt, used)])

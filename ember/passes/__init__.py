@@ -37,6 +37,11 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "partition-extern": _lazy("partition_extern", "PartitionExternPass"),
     "kernel-bind-gpu": _lazy("kernel_bind_gpu", "KernelBindGpuPass"),
     "plan-memory": _lazy("plan_memory", "PlanMemoryPass"),
+    "kernel-tile": _lazy("kernel_tile", "KernelTilePass"),
+    "kernel-parallelize": _lazy("kernel_parallelize", "KernelParallelizePass"),
+    "kernel-vectorize": _lazy("kernel_vectorize", "KernelVectorizePass"),
+    "kernel-unroll": _lazy("kernel_unroll", "KernelUnrollPass"),
+    "kernel-pack-layout": _lazy("kernel_pack_layout", "KernelPackLayoutPass"),
 }
 
 

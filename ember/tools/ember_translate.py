@@ -12,11 +12,16 @@ stages, read back by ``ember-opt``::
     ember-translate net.mlir --emit=asm           # assembly for this CPU (or --target)
     ember-translate net.mlir --emit=cuda          # the kernels as CUDA C
     ember-translate net.mlir --emit=ptx           # ... compiled by NVRTC
+    ember-translate net.mlir --emit=schedule      # the schedule passes run on the kernels
 
 ``--emit=graph`` prints the graph program after the graph pipeline that
 ``ember.build`` runs (``--pipeline`` changes it).  ``--target`` is a target
 string (:class:`ember.target.Target`): ``--target="llvm -mcpu=skylake-avx512"``
 prints the kernels, IR and assembly for that CPU, which need not be this one.
+``--schedule`` replaces the target's default schedule (the kernel passes
+after lowering, ``--emit=schedule`` prints it): ``--schedule=""`` shows the
+kernels as the generators emit them, ``--schedule="kernel-tile{sizes=4},
+kernel-vectorize"`` another schedule.
 """
 
 from __future__ import annotations
@@ -48,10 +53,17 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--emit",
         required=True,
-        choices=(*stage_names(), "dot", "cuda", "ptx"),
+        choices=(*stage_names(), "dot", "cuda", "ptx", "schedule"),
         help="the driver stage to print; dot: a Graphviz picture of the graph stage "
         "(fused groups and pipeline stages as clusters); cuda / ptx: the "
-        "kernels bound to the GPU (kernel-bind-gpu) as CUDA C / as PTX from NVRTC",
+        "kernels bound to the GPU (kernel-bind-gpu) as CUDA C / as PTX from NVRTC; "
+        "schedule: the schedule passes run on the kernels (the target's or --schedule)",
+    )
+    parser.add_argument(
+        "--schedule",
+        default=None,
+        help="schedule passes run on the kernels after lowering, as a pipeline "
+        "(default: the target's, see --emit=schedule; '' runs none)",
     )
     parser.add_argument(
         "--arch",
@@ -78,6 +90,7 @@ def _argument_parser() -> argparse.ArgumentParser:
 
 def _main(argv: Sequence[str] | None) -> int:
     from ember.driver import emit
+    from ember.passes.pipeline import parse_passes
 
     args = _argument_parser().parse_args(argv)
     target = Target.parse(args.target)  # a bad target fails before any work
@@ -86,9 +99,14 @@ def _main(argv: Sequence[str] | None) -> int:
             f"--target {args.target!r}: ember-translate prints the stages of the "
             "'llvm' compiler (--emit=cuda and ptx take --arch)"
         )
+    options = CompileOptions(
+        entry=args.entry, graph_pipeline=args.pipeline, target=target, schedule=args.schedule
+    )
+    parse_passes(options.kernel_schedule)  # a bad schedule fails before any work
     module, _ = read_module(args.input_file)
-    options = CompileOptions(entry=args.entry, graph_pipeline=args.pipeline, target=target)
-    if args.emit == "dot":
+    if args.emit == "schedule":
+        result = options.kernel_schedule
+    elif args.emit == "dot":
         result = _dot(module, options)
     elif args.emit in ("cuda", "ptx"):
         result = _cuda(module, options, args.emit, args.arch)

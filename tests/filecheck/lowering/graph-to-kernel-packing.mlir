@@ -1,5 +1,5 @@
-// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256}" | filecheck %s
-// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256 pack-weights=false}" | filecheck %s --check-prefix=NOPACK
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-vectorize,kernel-parallelize" | filecheck %s
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256 pack-weights=false},kernel-vectorize,kernel-parallelize" | filecheck %s --check-prefix=NOPACK
 
 // A constant weight of conv2d or dense is packed at compile time into the
 // panels its kernel reads: [units/lanes][in][lanes], zero-padded.  Two

@@ -1,0 +1,385 @@
+"""Schedules as kernel passes (docs/passes.md, "Schedules").
+
+* Each schedule pass is sound: random graph programs, lowered to their
+  plain kernels (``lower-graph-to-kernel`` without a schedule), compute the
+  same results, bit for bit, in the kernel interpreter after the pass.
+  ``parallel`` and ``vectorized`` loops are run last iteration first
+  (:func:`_reversed_independent_loops`), a legal order for a loop whose
+  iterations are independent, so a wrongly marked loop shows.
+* The target's default schedule reproduces the kernels the generators made
+  when they chose loop kinds themselves: the kernel IR of mlp, convbnrelu,
+  tiny_pipe and resnet18 equals what was recorded before the split
+  (tests/golden/).
+* The schedule is a build option, part of the cache key, and an
+  ``ember-translate`` option; ``--emit=schedule`` prints it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, ModuleOp
+
+import ember
+from ember.compiler import CompileOptions, bind_arguments, to_graph, to_kernel
+from ember.dialects.graph import CallKernelOp, ConstantOp
+from ember.dialects.kernel import ForOp, kernel_functions
+from ember.errors import PassError, RuntimeFailure
+from ember.passes.pipeline import apply_passes
+from ember.target import Target
+from ember.testing import workloads
+from ember.testing.strategies import graph_programs
+from ember.tools.ember_translate import main as ember_translate
+
+GOLDEN = Path(__file__).parent / "golden"
+PLAIN = "lower-graph-to-kernel{vector-bits=256}"
+SOUNDNESS = settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def _reversed_independent_loops(module: ModuleOp) -> ModuleOp:
+    """A copy of ``module`` whose parallel and vectorized loops run their
+    iterations in reverse: body index ``lb + last - i`` for loop index ``i``."""
+    module = module.clone()
+    for loop in [op for op in module.walk() if isinstance(op, ForOp)]:
+        if loop.kind.data not in ("parallel", "vectorized") or loop.trip_count < 2:
+            continue
+        iv = loop.induction_var
+        uses = list(iv.uses)
+        last = loop.lb + (loop.trip_count - 1) * loop.step_value
+        total = arith.ConstantOp.from_int_and_width(loop.lb + last, IndexType())
+        flipped = arith.SubiOp(total, iv)
+        block = loop.body.block
+        if block.first_op is None:
+            block.add_ops([total, flipped])
+        else:
+            block.insert_ops_before([total, flipped], block.first_op)
+        for use in uses:
+            use.operation.operands[use.index] = flipped.result
+    return module
+
+
+def _assert_same_results(before: ModuleOp, after: ModuleOp, inputs) -> None:
+    ember.verify_module(after)
+    expected = ember.interpret(before, "main", *inputs)
+    got = ember.interpret(_reversed_independent_loops(after), "main", *inputs)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+def _plain_kernels(program) -> ModuleOp:
+    return apply_passes(program.fresh_module(), PLAIN)
+
+
+# --------------------------------------------------------------------------
+# Soundness of each pass
+# --------------------------------------------------------------------------
+
+
+def test_reversing_exposes_a_loop_wrongly_marked_parallel() -> None:
+    """The check the soundness tests rely on fails for an illegal mark: a
+    running sum over a loop marked parallel changes when reversed."""
+    module = ember.parse(
+        """
+func.func @cumsum(%x: memref<4xf32>, %y: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 parallel {
+    kernel.block "y" (%vi = spatial %i) {
+      %c1 = arith.constant 1 : index
+      %c0 = arith.constant 0 : index
+      %p = arith.subi %vi, %c1 : index
+      %first = arith.cmpi eq, %vi, %c0 : index
+      %prev = arith.select %first, %c0, %p : index
+      %a = memref.load %y[%prev] : memref<4xf32>
+      %b = memref.load %x[%vi] : memref<4xf32>
+      %s = arith.addf %a, %b : f32
+      memref.store %s, %y[%vi] : memref<4xf32>
+    }
+  }
+  func.return
+}
+"""
+    )
+    from ember.interp.kernel_impls import run_kernel
+
+    x = np.arange(1, 5, dtype=np.float32)
+    forward, backward = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    run_kernel(module, "cumsum", x, forward)
+    run_kernel(_reversed_independent_loops(module), "cumsum", x, backward)
+    assert not np.array_equal(forward, backward)
+
+
+SCHEDULES = {
+    "default": st.just(Target("llvm").default_schedule),
+    "kernel-parallelize": st.booleans().map(
+        lambda leave: f"kernel-parallelize{{leave-innermost={str(leave).lower()}}}"
+    ),
+    "kernel-vectorize": st.integers(1, 6).map(lambda n: f"kernel-vectorize{{min-extent={n}}}"),
+    # Tiled, then scheduled: the tile loops are independent too.
+    "kernel-tile": st.lists(st.integers(0, 4), min_size=1, max_size=4).map(
+        lambda sizes: f"kernel-tile{{sizes={','.join(map(str, sizes))}}},"
+        "kernel-vectorize,kernel-parallelize"
+    ),
+    "kernel-unroll": st.integers(1, 5).map(lambda n: f"kernel-unroll{{max-extent={n}}}"),
+}
+"""Pass → pipelines that run it with drawn options."""
+
+
+@pytest.mark.parametrize("name", SCHEDULES)
+def test_schedule_pass_is_sound(name) -> None:
+    @SOUNDNESS
+    @given(graph_programs(max_ops=4, max_outputs=2), SCHEDULES[name])
+    def check(program, pipeline) -> None:
+        plain = _plain_kernels(program)
+        _assert_same_results(plain, apply_passes(plain, pipeline), program.inputs)
+
+    check()
+
+
+@SOUNDNESS
+@given(
+    graph_programs(max_ops=4, max_outputs=1), st.integers(0, 3), st.sampled_from([1, 3, 4, 8])
+)
+def test_kernel_pack_layout_is_sound(program, axis, lanes) -> None:
+    """Every f32 constant a kernel only reads, repacked at bind time: the
+    program computes what it did (inputs bound as constants first)."""
+    module = program.fresh_module()
+    main = next(op for op in module.ops if op.sym_name.data == "main")
+    names = [f"input{n}" for n in range(len(main.body.block.args))]
+    for arg, name in zip(main.body.block.args, names):
+        arg.name_hint = name
+    bind_arguments(module, "main", dict(zip(names, program.inputs)))
+    plain = apply_passes(module, "lower-graph-to-kernel{vector-bits=256 pack-weights=false}")
+    sites = [
+        (call.callee, n)
+        for call in plain.walk()
+        if isinstance(call, CallKernelOp)
+        for n, operand in enumerate(call.operands)
+        if isinstance(operand.owner, ConstantOp)
+    ]
+    packed = plain
+    for callee, n in sites:
+        try:
+            pipeline = f"kernel-pack-layout{{kernel={callee} arg={n} axis={axis} lanes={lanes}}}"
+            packed = apply_passes(packed, pipeline)
+        except PassError as e:
+            assert any(
+                reason in str(e) for reason in ("only", "not a graph.constant", "there is no axis")
+            ), e
+    assume(packed is not plain)
+    expected = ember.interpret(plain, "main")
+    got = ember.interpret(packed, "main")
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+# --------------------------------------------------------------------------
+# What the passes do (more cases in tests/filecheck/passes/kernel-*.mlir)
+# --------------------------------------------------------------------------
+
+ADD_RELU = """
+func.func @main(%a: tensor<2x3x4x5xf32>, %b: tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32> {
+  %s = graph.add %a, %b : (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %r = graph.relu %s : tensor<2x3x4x5xf32>
+  func.return %r : tensor<2x3x4x5xf32>
+}
+"""
+
+
+def _loop_kinds(module: ModuleOp) -> list[tuple[int, str]]:
+    return [(op.trip_count, op.kind.data) for op in module.walk() if isinstance(op, ForOp)]
+
+
+def test_lowering_emits_plain_loops_and_the_default_schedule_marks_them() -> None:
+    plain = apply_passes(ADD_RELU, "fuse-ops," + PLAIN)
+    assert _loop_kinds(plain) == [(2, "serial"), (3, "serial"), (20, "serial")]
+    scheduled = apply_passes(plain, Target("llvm").default_schedule)
+    assert _loop_kinds(scheduled) == [(2, "parallel"), (3, "serial"), (20, "vectorized")]
+
+
+def test_schedule_passes_report_each_loop_they_mark() -> None:
+    plain = apply_passes(ADD_RELU, "fuse-ops," + PLAIN)
+    _, records = apply_passes(plain, "kernel-vectorize,kernel-parallelize", remarks=True)
+    said = [(r.pass_name, r.kind, r.message) for r in records]
+    assert said == [
+        ("kernel-vectorize", "applied", "kernel @fused_add_relu: loop %hw of 20 iterations made vectorized"),
+        ("kernel-parallelize", "applied", "kernel @fused_add_relu: loop %i0 of 2 iterations made parallel"),
+    ]
+
+
+def test_kernel_tile_splits_independent_loops_and_leaves_the_rest() -> None:
+    plain = apply_passes(ADD_RELU, "fuse-ops," + PLAIN)
+    tiled = apply_passes(plain, "kernel-tile{sizes=0,0,5}")
+    # 20 = 4 tiles of 5: the tile loop goes outside the point loops.
+    assert _loop_kinds(tiled) == [(4, "serial"), (2, "serial"), (3, "serial"), (5, "serial")]
+    untouched = apply_passes(plain, "kernel-tile{sizes=3,0,7}")  # neither divides
+    assert str(untouched) == str(plain)
+
+
+MATMUL_KERNEL = """
+func.func @matmul(%x: memref<4x8xf32>, %w: memref<10x8xf32>, %y: memref<4x10xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 {
+    kernel.for %j = 0 to 10 {
+      kernel.for %k = 0 to 8 {
+        kernel.block "y" (%vi = spatial %i, %vj = spatial %j, %vk = reduce %k) {
+          kernel.init {
+            %z = arith.constant 0.0 : f32
+            memref.store %z, %y[%vi, %vj] : memref<4x10xf32>
+          }
+          %a = memref.load %x[%vi, %vk] : memref<4x8xf32>
+          %b = memref.load %w[%vj, %vk] : memref<10x8xf32>
+          %p = arith.mulf %a, %b : f32
+          %s = memref.load %y[%vi, %vj] : memref<4x10xf32>
+          %t = arith.addf %s, %p : f32
+          memref.store %t, %y[%vi, %vj] : memref<4x10xf32>
+        }
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_kernel_tile_leaves_reduction_loops() -> None:
+    """Tiling a reduction would reorder a float sum: ``k`` stays whole."""
+    tiled = apply_passes(MATMUL_KERNEL, "kernel-tile{sizes=2,5,4}")
+    assert _loop_kinds(tiled) == [(2, "serial"), (2, "serial"), (2, "serial"), (5, "serial"), (8, "serial")]
+
+
+def test_kernel_pack_layout_reads_panels() -> None:
+    from ember.interp.kernel_impls import run_kernel
+    from ember.lowering.graph_to_kernel import WeightPacking
+
+    packed = apply_passes(MATMUL_KERNEL, "kernel-pack-layout{kernel=matmul arg=1 lanes=4}")
+    [kernel] = kernel_functions(packed)
+    assert [str(t) for t in kernel.function_type.inputs][1] == "memref<3x8x4xf32>"
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((4, 8), np.float32), rng.standard_normal((10, 8), np.float32)
+    expected, got = np.empty((4, 10), np.float32), np.empty((4, 10), np.float32)
+    run_kernel(ember.parse(MATMUL_KERNEL), "matmul", x, w, expected)
+    run_kernel(packed, "matmul", x, WeightPacking(4).pack(w), got)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_kernel_pack_layout_blocks_any_axis() -> None:
+    """NCHW → NCHW8c: channels in blocks of 8, the lane innermost; along
+    axis 0 the layout is the micro-kernels' weight panels."""
+    from ember.lowering.graph_to_kernel import WeightPacking
+    from ember.passes.kernel_pack_layout import pack, packed_shape
+
+    x = np.arange(2 * 12 * 3 * 3, dtype=np.float32).reshape(2, 12, 3, 3)
+    blocked = pack(x, 1, 8)
+    assert blocked.shape == packed_shape(x.shape, 1, 8) == (2, 2, 3, 3, 8)
+    assert blocked[1, 1, 2, 0, 3] == x[1, 8 + 3, 2, 0] and blocked[1, 1, 2, 0, 4] == 0
+    np.testing.assert_array_equal(pack(x, 0, 4), WeightPacking(4).pack(x))
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "message"),
+    [
+        ("kernel-tile", "sizes must be one or more sizes"),
+        ("kernel-tile{sizes=-1}", "sizes must be one or more sizes"),
+        ("kernel-unroll{max-extent=0}", "max-extent must be >= 1"),
+        ("kernel-pack-layout", "give the kernel to change"),
+        ("kernel-pack-layout{kernel=nope}", "no kernel @nope in the module"),
+        ("kernel-pack-layout{kernel=fused_add_relu arg=9}", "there is no arg=9"),
+        ("kernel-pack-layout{kernel=fused_add_relu arg=2}", "used by memref.store"),
+        ("kernel-pack-layout{kernel=fused_add_relu arg=0 axis=4}", "there is no axis=4"),
+        ("kernel-pack-layout{kernel=fused_add_relu arg=0}", "not a graph.constant"),
+        ("kernel-pack-layout{kernel=main}", "@main is not a kernel"),
+    ],
+)
+def test_schedule_passes_reject_bad_options_naming_them(pipeline, message) -> None:
+    plain = apply_passes(ADD_RELU, "fuse-ops," + PLAIN)
+    with pytest.raises(PassError, match=message):
+        apply_passes(plain, pipeline)
+
+
+# --------------------------------------------------------------------------
+# The default schedule reproduces the generators' kernels
+# --------------------------------------------------------------------------
+
+CPUS = ("znver3", "skylake-avx512")
+
+
+def _kernel_text(name: str, cpu: str, schedule: str | None = None) -> str:
+    module, params = workloads.get(name)
+    options = CompileOptions(target=Target.parse(f"llvm -mcpu={cpu}"), schedule=schedule)
+    kernels = to_kernel(to_graph(module, params, options), options)
+    return "\n".join(str(f) for f in kernel_functions(kernels)) + "\n"
+
+
+_REGENERATE = (
+    "the kernels of {0} differ from tests/golden/ (recorded when the "
+    "generators chose loop kinds themselves); if a change to a kernel "
+    "generator meant this, record the new kernels (see tests/golden/README)"
+)
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+@pytest.mark.parametrize("name", ["mlp", "convbnrelu", "tiny_pipe"])
+def test_default_schedule_reproduces_the_recorded_kernels(name, cpu) -> None:
+    expected = (GOLDEN / f"kernels-{name}-{cpu}.mlir").read_text()
+    assert _kernel_text(name, cpu) == expected, _REGENERATE.format(name)
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+def test_default_schedule_reproduces_resnet18s_kernels(cpu) -> None:
+    expected = json.loads((GOLDEN / "kernels-sha256.json").read_text())[f"resnet18-{cpu}"]
+    text = _kernel_text("resnet18", cpu)
+    assert hashlib.sha256(text.encode()).hexdigest() == expected, _REGENERATE.format("resnet18")
+
+
+# --------------------------------------------------------------------------
+# The schedule as an option: build, cache key, ember-translate
+# --------------------------------------------------------------------------
+
+
+def test_build_takes_a_schedule_and_computes_the_same() -> None:
+    inputs = [np.linspace(-1, 1, 120, dtype=np.float32).reshape(2, 3, 4, 5)] * 2
+    expected = ember.interpret(ember.parse(ADD_RELU), "main", *inputs)[0]
+    for schedule in ("", "kernel-tile{sizes=0,0,4},kernel-vectorize,kernel-parallelize"):
+        lib = ember.build(ADD_RELU, "llvm", options={"schedule": schedule}, cache=False)
+        got = lib["main"](*inputs)
+        np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_the_schedule_is_part_of_the_cache_key() -> None:
+    from ember.runtime.cache import build_key
+
+    keys = {
+        build_key(ADD_RELU, "llvm", CompileOptions(schedule=schedule), {})
+        for schedule in ("", "kernel-vectorize", "kernel-vectorize,kernel-parallelize")
+    }
+    assert len(keys) == 3
+
+
+def test_build_rejects_a_bad_schedule_before_compiling() -> None:
+    with pytest.raises(PassError, match="unknown pass 'kernel-vectorise'"):
+        ember.build(ADD_RELU, "llvm", options={"schedule": "kernel-vectorise"}, cache=False)
+    with pytest.raises(RuntimeFailure, match="build option 'schedule' must be a str"):
+        ember.build(ADD_RELU, "llvm", options={"schedule": 3}, cache=False)
+
+
+def test_ember_translate_prints_and_overrides_the_schedule(tmp_path, capsys) -> None:
+    source = tmp_path / "net.mlir"
+    source.write_text(ADD_RELU)
+    assert ember_translate([str(source), "--emit=schedule"]) == 0
+    assert capsys.readouterr().out == Target("llvm").default_schedule + "\n"
+    assert ember_translate([str(source), "--emit=schedule", "--schedule=kernel-unroll"]) == 0
+    assert capsys.readouterr().out == "kernel-unroll\n"
+    assert ember_translate([str(source), "--emit=kernel", "--schedule="]) == 0
+    assert " parallel" not in capsys.readouterr().out
+    assert ember_translate([str(source), "--emit=kernel"]) == 0
+    assert " parallel" in capsys.readouterr().out
+    assert ember_translate([str(source), "--emit=kernel", "--schedule=nope"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown pass 'nope'" in err and "Traceback" not in err
