@@ -55,10 +55,10 @@ func.func @fused_conv2d_add_relu(%data: memref<1x3x224x224xf32>, %weight: memref
               %21 = arith.muli %19, %18 : index
               %22 = arith.constant 16 : index
               %23 = arith.muli %20, %22 : index
-              %24 = arith.addi %23, %vl_1 : index
-              %25 = arith.addi %15, %vkh : index
-              %26 = arith.addi %24, %vkw : index
-              %27 = memref.load %pad[%13, %vic, %25, %26] : memref<1x3x226x226xf32>
+              %24 = arith.addi %15, %vkh : index
+              %25 = arith.addi %23, %vl_1 : index
+              %26 = arith.addi %25, %vkw : index
+              %27 = memref.load %pad[%13, %vic, %24, %26] : memref<1x3x226x226xf32>
               %28 = memref.load %weight[%21, %vic, %vkh, %vkw] : memref<16x3x3x3xf32>
               %29 = memref.load %acc[%13, %vl_1] : memref<4x16xf32>
               %30 = arith.mulf %28, %27 : f32
