@@ -21,56 +21,24 @@ from ember.pipeline import executor as executor_module
 from ember.errors import RuntimeFailure
 from ember.runtime.call_list import CallList
 from ember.runtime.ndarray import ALIGNMENT
+from tests.test_index_bounds import _gather
+from tests.test_pipeline_handoff import three_stages  # noqa: F401 - a fixture shared with the other paths' tests
 
-THREE_STAGES = """
-func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = graph.relu %x : tensor<4xf32>
-  %1 = graph.exp %0 : tensor<4xf32>
-  %2 = graph.add %1, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  %3 = graph.sigmoid %2 : tensor<4xf32>
-  %4 = graph.add %3, %0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-  func.return %4 : tensor<4xf32>
-}
-"""
-
-# Stage 1 gathers stage 0's output by an index input, checked at run time.
+# Stage 1 gathers stage 0's output by an index input (tests/test_index_bounds.py's
+# gather), checked at run time.
 RELU = """
 func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
   %0 = graph.relu %x : tensor<8xf32>
   func.return %0 : tensor<8xf32>
 }
 """
-GATHER = """
-func.func @gather(%I: memref<4xi64>, %X: memref<8xf32>, %Y: memref<4xf32>) attributes {kernel.kernel} {
-  kernel.for %i = 0 to 4 {
-    kernel.block "Y" (%vi = spatial %i) {
-      %raw = memref.load %I[%vi] : memref<4xi64>
-      %at = arith.index_cast %raw : i64 to index
-      %x = memref.load %X[%at] : memref<8xf32>
-      memref.store %x, %Y[%vi] : memref<4xf32>
-    }
-  }
-  func.return
-}
-
-func.func @main(%idx: tensor<4xi64>, %x: tensor<8xf32>) -> tensor<4xf32> {
-  %0 = graph.call_kernel @gather(%idx, %x) : (tensor<4xi64>, tensor<8xf32>) -> tensor<4xf32>
-  func.return %0 : tensor<4xf32>
-}
-"""
-
-
-@pytest.fixture(scope="module")
-def three_stages() -> tuple[object, object]:
-    module = ember.parse(THREE_STAGES)
-    return module, build(split_graph(module, ["relu", "add"], [0, 0]))
 
 
 @pytest.fixture(scope="module")
 def checked_gather() -> object:
     """relu, then a gather built with ``bounds_check``: an index outside
     0..7 fails stage 1 (``mod1``) after stage 0 ran for that input."""
-    first, second = ember.parse(RELU), ember.parse(GATHER)
+    first, second = ember.parse(RELU), ember.parse(_gather())
     cfg = PipelineConfig([first, second])
     cfg["input"]["x"].connect(cfg[first]["input"]["x"])
     cfg["input"]["idx"].connect(cfg[second]["input"]["idx"])
