@@ -37,13 +37,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from ember.dialects import graph
 from ember.dialects.graph import GraphOp
-from ember.dialects.kernel import REDUCE, SPATIAL
 from ember.lowering import graph_to_kernel as g2k
 
 ROW_TILE_VECTORS = 2
@@ -142,44 +141,33 @@ def _emit_tiles(
         first_column = em.affine([(tile, width)], column_start)
         return batch, first_row, first_column
 
-    with em.loop("t", count, kind) as i_t:
-        acc = em.alloc([rows, width])
-        acc.name_hint = "acc"
-        with (
-            em.loop("l", width, "vectorized") as i_l,
-            em.kblock(f"{name}_init", g2k._spatial([i_t, i_l])) as (_, vl),
-        ):
-            for r in range(rows):
-                em.store(em.const(0.0, f32), acc, [em.index(r), vl])
-        names = [n for n, _ in product.reduction]
-        extents = [e for _, e in product.reduction]
-        with (
-            em.nest(names, extents, ["serial"] * len(extents)) as red,
-            em.loop("l", width, "vectorized") as i_l,
-        ):
-            bindings = (
-                [(i_t, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(i_l, SPATIAL)]
-            )
-            with em.kblock(name, bindings) as (vt, *vred, vl):
-                batch, first_row, first_column = tile_origin(vt)
-                value = product.b_at(em, batch, vred, first_column, vl)
-                for r in range(rows):
-                    a = product.a_at(em, batch, em.add_index(first_row, r), vred)
-                    slot = [em.index(r), vl]
-                    total = em.add(
-                        arith.AddfOp(em.load(acc, slot), em.add(arith.MulfOp(a, value)))
-                    )
-                    em.store(total, acc, slot)
-        with (
-            em.loop("l", width, "vectorized") as i_l,
-            em.kblock(f"{name}_store", g2k._spatial([i_t, i_l])) as (vt, vl),
-        ):
-            batch, first_row, first_column = tile_origin(vt)
-            column = em.add_index(first_column, vl)
-            for r in range(rows):
-                value = em.load(acc, [em.index(r), vl])
-                product.store(em, batch, em.add_index(first_row, r), column, value)
-        em.add(memref.DeallocOp.get(acc))
+    def operands(
+        vt: SSAValue, vred: list[SSAValue], vl: SSAValue
+    ) -> tuple[Callable[[int], SSAValue], SSAValue]:
+        batch, first_row, first_column = tile_origin(vt)
+        value = product.b_at(em, batch, vred, first_column, vl)
+
+        def row(r: int) -> SSAValue:
+            return product.a_at(em, batch, em.add_index(first_row, r), vred)
+
+        return row, value
+
+    def store(vt: SSAValue, vl: SSAValue) -> Callable[[int, SSAValue], None]:
+        batch, first_row, first_column = tile_origin(vt)
+        column = em.add_index(first_column, vl)
+        return lambda r, value: product.store(
+            em, batch, em.add_index(first_row, r), column, value
+        )
+
+    g2k.emit_register_tiles(
+        em,
+        name,
+        ("t", count, kind),
+        (rows, width, width),
+        product.reduction,
+        operands,
+        store,
+    )
 
 
 def raw_store(buffer: SSAValue) -> Callable[..., None]:

@@ -1351,44 +1351,92 @@ def _emit_tile_nest(
             em.affine([(vt, tile)], nest.tile_start),
         )
 
-    with em.loop("pt", count, kind) as pt:
-        acc = em.alloc([tile, lanes])
+    def operands(
+        vpt: SSAValue, vred: list[SSAValue], vl: SSAValue
+    ) -> tuple[Callable[[int], SSAValue], SSAValue]:
+        panel, first = panel_and_first_pixel(vpt)
+        weight = em.load(product.panels, [panel, *vred, vl])
+
+        def pixel(p: int) -> SSAValue:
+            return product.source(em, em.add_index(first, p), vred)
+
+        return pixel, weight
+
+    def store(vpt: SSAValue, vl: SSAValue) -> Callable[[int, SSAValue], None]:
+        panel, first = panel_and_first_pixel(vpt)
+        channel = em.affine([(panel, lanes), (vl, 1)])
+
+        def put(p: int, value: SSAValue) -> None:
+            at = product.result_at(em, channel, em.add_index(first, p))
+            low.emit_result(em, value, at)
+
+        return put
+
+    emit_register_tiles(
+        em,
+        name,
+        ("pt", count, kind),
+        (tile, lanes, nest.stored_lanes),
+        product.reduction,
+        operands,
+        store,
+    )
+
+
+def emit_register_tiles(
+    em: _Emitter,
+    name: str,
+    loop: tuple[str, int, str],
+    tile: tuple[int, int, int],
+    reduction: Sequence[tuple[str, int]],
+    operands: Callable[
+        [SSAValue, list[SSAValue], SSAValue], tuple[Callable[[int], SSAValue], SSAValue]
+    ],
+    store: Callable[[SSAValue, SSAValue], Callable[[int, SSAValue], None]],
+) -> None:
+    """The register-tile micro-kernel that conv2d/dense products and the row
+    GEMM (:mod:`ember.lowering.gemm`) share: a loop ``(name, count, kind)``
+    over tiles, each accumulating ``rows × width`` sums in a scratch tile,
+    ``acc[r, l] += a(r) × b(l)`` over the ``reduction`` loops, then storing
+    ``stored`` of its ``width`` lanes.
+
+    ``operands(tile, reduction ivs, lane)`` gives (``r ↦ a(r)``, ``b``) inside
+    the reduction block; ``store(tile, lane)`` gives ``(r, sum) ↦ None``
+    inside the store block."""
+    loop_name, count, kind = loop
+    rows, width, stored = tile
+    with em.loop(loop_name, count, kind) as it:
+        acc = em.alloc([rows, width])
         acc.name_hint = "acc"
         with (
-            em.loop("l", lanes, "vectorized") as l,
-            em.kblock(f"{name}_init", _spatial([pt, l])) as (_, vl),
+            em.loop("l", width, "vectorized") as l,
+            em.kblock(f"{name}_init", _spatial([it, l])) as (_, vl),
         ):
-            for p in range(tile):
-                em.store(em.const(0.0, f32), acc, [em.index(p), vl])
-        names = [n for n, _ in product.reduction]
-        extents = [e for _, e in product.reduction]
+            for r in range(rows):
+                em.store(em.const(0.0, f32), acc, [em.index(r), vl])
+        names = [n for n, _ in reduction]
+        extents = [e for _, e in reduction]
         with (
             em.nest(names, extents, ["serial"] * len(extents)) as red,
-            em.loop("l", lanes, "vectorized") as l,
+            em.loop("l", width, "vectorized") as l,
         ):
-            bindings = [(pt, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]
-            with em.kblock(name, bindings) as (vpt, *vred, vl):
-                panel, first = panel_and_first_pixel(vpt)
-                weight = em.load(product.panels, [panel, *vred, vl])
-                for p in range(tile):
-                    x = product.source(em, em.add_index(first, p), vred)
-                    slot = [em.index(p), vl]
+            bindings = [(it, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]
+            with em.kblock(name, bindings) as (vt, *vred, vl):
+                row_operand, b = operands(vt, vred, vl)
+                for r in range(rows):
+                    a = row_operand(r)
+                    slot = [em.index(r), vl]
                     total = em.add(
-                        arith.AddfOp(
-                            em.load(acc, slot), em.add(arith.MulfOp(x, weight))
-                        )
+                        arith.AddfOp(em.load(acc, slot), em.add(arith.MulfOp(a, b)))
                     )
                     em.store(total, acc, slot)
         with (
-            em.loop("l", nest.stored_lanes, "vectorized") as l,
-            em.kblock(f"{name}_store", _spatial([pt, l])) as (vpt, vl),
+            em.loop("l", stored, "vectorized") as l,
+            em.kblock(f"{name}_store", _spatial([it, l])) as (vt, vl),
         ):
-            panel, first = panel_and_first_pixel(vpt)
-            channel = em.affine([(panel, lanes), (vl, 1)])
-            for p in range(tile):
-                value = em.load(acc, [em.index(p), vl])
-                at = product.result_at(em, channel, em.add_index(first, p))
-                low.emit_result(em, value, at)
+            put = store(vt, vl)
+            for r in range(rows):
+                put(r, em.load(acc, [em.index(r), vl]))
         em.add(memref.DeallocOp.get(acc))
 
 
