@@ -81,9 +81,12 @@ class Mode:
     on a shared machine, and what the hand-off costs in work."""
 
 
-def module_seconds(module: Module, repeat: int) -> float:
-    """The fastest of ``repeat`` runs of ``module`` on zero inputs, buffers
-    preallocated: its compute, without what a loaded machine adds."""
+def module_seconds(
+    module: Module, repeat: int, summary: Callable[[list[float]], float] = min
+) -> float:
+    """``summary`` (the fastest, by default) of ``repeat`` runs of ``module``
+    on zero inputs, buffers preallocated: its compute, without what a loaded
+    machine adds."""
     inputs = [ember.nd.empty(s.shape, s.dtype) for s in module.input_specs]
     for array in inputs:
         array.copyfrom(np.zeros(array.shape, array.dtype))
@@ -94,7 +97,7 @@ def module_seconds(module: Module, repeat: int) -> float:
         start = time.perf_counter()
         module.run(inputs, outputs)
         times.append(time.perf_counter() - start)
-    return min(times)
+    return summary(times)
 
 
 def split_in_two(name: str) -> tuple[PipelineLibrary, list[str]]:

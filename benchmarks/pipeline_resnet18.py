@@ -50,6 +50,9 @@ from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph
 from ember.runtime import threads
 from ember.testing import workloads
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pipeline import module_seconds  # noqa: E402 - a sibling script
+
 
 def op_cost(op: object) -> int:
     """Multiply-adds x 2 for conv2d and dense; one per output element otherwise."""
@@ -90,17 +93,7 @@ def balanced_relu(module: ModuleOp) -> tuple[int, float]:
 
 def stage_seconds(stage_module: ember.runtime.Module, repeat: int) -> float:
     """Median time of one run of a stage module on zero inputs."""
-    inputs = [ember.nd.empty(s.shape, s.dtype) for s in stage_module.input_specs]
-    for array in inputs:
-        array.copyfrom(np.zeros(array.shape, array.dtype))
-    outputs = [ember.nd.empty(s.shape, s.dtype) for s in stage_module.output_specs]
-    stage_module.run(inputs, outputs)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        stage_module.run(inputs, outputs)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return module_seconds(stage_module, repeat, statistics.median)
 
 
 def parallel_headroom(
