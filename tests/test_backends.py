@@ -18,15 +18,8 @@ from ember.errors import RuntimeFailure
 from ember.ir import parse
 from ember.runtime.graph_executor import GraphExecutor
 from ember.runtime.module import Artifact, InterpModule, Module, signature_of
+from tests.test_runtime_artifact import MLP
 
-MLP = """
-func.func @main(%data: tensor<2x8xf32>, %weight: tensor<4x8xf32>, %bias: tensor<4xf32>) -> tensor<2x4xf32> {
-  %0 = graph.dense %data, %weight : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
-  %1 = graph.bias_add %0, %bias : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
-  %2 = graph.relu %1 : tensor<2x4xf32>
-  func.return %2 : tensor<2x4xf32>
-}
-"""
 RNG = np.random.default_rng(0)
 DATA = RNG.standard_normal((2, 8)).astype(np.float32)
 PARAMS = {
