@@ -3,9 +3,6 @@ and the runtime that loads what a backend compiled without compiling anything.""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +15,7 @@ from ember.errors import RuntimeFailure
 from ember.ir import parse
 from ember.runtime.graph_executor import GraphExecutor
 from ember.runtime.module import Artifact, InterpModule, Module, signature_of
-from tests.test_runtime_artifact import MLP
+from tests.test_runtime_artifact import MLP, run_python
 
 RNG = np.random.default_rng(0)
 DATA = RNG.standard_normal((2, 8)).astype(np.float32)
@@ -122,8 +119,7 @@ def test_loading_and_running_an_artifact_imports_no_compiler(tmp_path: Path) -> 
 
     path = tmp_path / "mlp.ember"
     ember.build(MLP, "llvm", PARAMS, cache=False).export_library(path)
-    code = textwrap.dedent(
-        f"""
+    code = f"""
         import sys
         import numpy as np
         from ember.runtime import GraphExecutor, load_module
@@ -133,9 +129,6 @@ def test_loading_and_running_an_artifact_imports_no_compiler(tmp_path: Path) -> 
         compilers = ("ember.lowering", "ember.backends", "ember.compiler")
         print(sorted(m for m in sys.modules if m.startswith(compilers)))
         """
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -279,8 +279,7 @@ def test_the_default_directory_is_private_and_needs_a_home(
 def test_the_options_of_a_build_import_no_lowering() -> None:
     """ember.build needs CompileOptions for every key, warm builds too: they
     come without the lowerings and the xDSL dialects those build."""
-    import subprocess
-    import sys
+    from tests.test_runtime_artifact import run_python
 
     code = (
         "import sys\n"
@@ -288,8 +287,6 @@ def test_the_options_of_a_build_import_no_lowering() -> None:
         "CompileOptions()\n"
         "print(sorted(m for m in sys.modules if m.startswith('ember.lowering.')))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

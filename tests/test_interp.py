@@ -829,8 +829,7 @@ def test_graph_passes_do_not_import_the_interpreter() -> None:
     """Constant folding uses the reference definitions alone: a build does
     not pay for importing xDSL's interpreters (all of them, riscv's too);
     ``ember.interp``'s names load their module on first use."""
-    import subprocess
-    import sys
+    from tests.test_runtime_artifact import run_python
 
     code = (
         "import sys\n"
@@ -845,8 +844,6 @@ def test_graph_passes_do_not_import_the_interpreter() -> None:
         "assert ember.interp.interpret is ember.interp.interpreter.interpret\n"
         "assert not hasattr(ember.interp, 'no_such_name')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

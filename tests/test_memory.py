@@ -158,8 +158,7 @@ def test_loaded_constants_are_the_file_mapping(chain, tmp_path: Path) -> None:
 def test_import_ember_loads_no_code_generator_and_no_frontend() -> None:
     """``import ember`` stays small: LLVM, CUDA, ONNX, onnxruntime and the
     compiler are imported on first use (modules checked, never RSS)."""
-    import subprocess
-    import sys
+    from tests.test_runtime_artifact import run_python
 
     code = (
         "import sys, ember\n"
@@ -167,9 +166,7 @@ def test_import_ember_loads_no_code_generator_and_no_frontend() -> None:
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy\n"
         "    or m.startswith(('ember.runtime.cpu', 'ember.lowering', 'ember.compiler'))))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
+    result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
