@@ -15,13 +15,13 @@ from typing import ClassVar
 import numpy as np
 import pytest
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType, f32
-from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.dialects.builtin import FloatAttr, TensorType, f32
+from xdsl.irdl import OptPropertyDef, irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 import ember
-from ember.dialects.graph import FLOAT_TYPES, FusionKind, GraphOp
+from ember.dialects.graph import FLOAT_TYPES, AttrSpec, FloatKind, FusionKind, GraphOp, graph_prop
 from ember.dialects.graph_registry import (
     RegistrationError,
     reference,
@@ -215,9 +215,78 @@ def test_fuse_ops_does_not_import_the_lowering() -> None:
 
 
 def test_graph_op_attributes_are_declared_to_irdl() -> None:
-    from ember.dialects.graph import Conv2dOp
+    """Each attribute is an IRDL property of its kind, with its default;
+    ``op.<name>`` is xDSL's accessor, ``op.attr(name)`` the decoded value."""
+    from ember.dialects.graph import AttrSpec, Conv2dOp, IntArrayKind, IntKind, MaxPool2dOp
 
-    assert set(Conv2dOp.get_irdl_definition().attributes) == set(Conv2dOp.ATTRS)
+    op_def = Conv2dOp.get_irdl_definition()
+    assert not op_def.attributes
+    assert list(op_def.properties) == list(Conv2dOp.ATTRS)
+    assert op_def.properties["padding"].constr == IntArrayKind(4)
+    assert op_def.properties["groups"].constr == IntKind()
+    assert isinstance(op_def.properties["groups"], OptPropertyDef)
+    pool_size = MaxPool2dOp.get_irdl_definition().properties["pool_size"]
+    assert not isinstance(pool_size, OptPropertyDef)  # required: no default
+    assert Conv2dOp.ATTRS["padding"] == AttrSpec("ints", (0, 0, 0, 0), 4)
     conv = next(iter(next(iter(ember.parse(CONV_HARDSWISH).ops)).body.block.ops))
-    assert conv.padding is conv.attributes["padding"] and conv.strides is None
-    assert conv.attr("strides") == (1, 1)  # the decoded value, default filled in
+    assert conv.padding is conv.properties["padding"] and not conv.attributes
+    assert conv.strides == IntArrayKind(2).encode((1, 1))  # the declared default
+    assert conv.attr("strides") == (1, 1)
+
+
+def test_generic_form_holds_properties_and_reads_the_older_attribute_form() -> None:
+    module = ember.parse(CONV_HARDSWISH)
+    generic = ember.to_text(module, generic=True)
+    assert '"graph.conv2d"(%data, %weight) <{padding = [1 : i64, 1 : i64, 1 : i64, 1 : i64]}> :' in generic
+    assert ember.to_text(ember.parse(generic)) == ember.to_text(module)
+    older = generic.replace("<{padding", "{padding").replace("]}> :", "]} :")
+    assert ember.to_text(ember.parse(older)) == ember.to_text(module)
+
+
+@register_op
+@irdl_op_definition
+class ScaledTanhOp(GraphOp):
+    """``alpha * tanh(x)``: a user op with an attribute declared to IRDL."""
+
+    name = "graph.test_scaled_tanh"
+    x = operand_def(TensorType)
+    output = result_def(TensorType)
+    alpha = graph_prop(FloatKind(), 1.0)
+    SINGLE_TYPE: ClassVar = True
+
+
+@register_op
+@irdl_op_definition
+class ScaledTanhTableOp(GraphOp):
+    """The same op declared the older way, with an ``ATTRS`` table."""
+
+    name = "graph.test_scaled_tanh_table"
+    x = operand_def(TensorType)
+    output = result_def(TensorType)
+    ATTRS: ClassVar = {"alpha": AttrSpec("float", 1.0)}
+    SINGLE_TYPE: ClassVar = True
+
+
+for _op in (ScaledTanhOp, ScaledTanhTableOp):
+    shape_rule(_op)(lambda operand_types, attrs: operand_types[0])
+
+
+@pytest.mark.parametrize("op", [ScaledTanhOp, ScaledTanhTableOp])
+def test_user_op_attributes_parse_verify_and_build(op: type[GraphOp]) -> None:
+    assert op.get_irdl_definition().properties == ScaledTanhOp.get_irdl_definition().properties
+    text = (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        f"  %0 = {op.name} %x {{alpha = 0.5 : f32}} : tensor<4xf32>\n"
+        "  func.return %0 : tensor<4xf32>\n}\n"
+    )
+    module = ember.parse(text)
+    (user,) = [o for o in module.walk() if isinstance(o, op)]
+    assert user.attr("alpha") == 0.5 and f"{op.name} %x {{alpha = 5.000000e-01 : f32}}" in ember.to_text(module)
+    with pytest.raises(IRError, match=f"{op.name}: attribute 'alpha' must be a number, got \"half\""):
+        ember.parse(text.replace("0.5 : f32", '"half"'))
+    with pytest.raises(IRError, match=f"{op.name}: unknown attribute 'beta' \\(known: alpha\\)"):
+        ember.parse(text.replace("alpha", "beta"))
+    x = next(iter(module.ops)).args[0]
+    assert op.build([x], alpha=0.25).attr("alpha") == 0.25
+    assert op.build(operands=[x], result_types=[x.type], properties={"alpha": FloatAttr(2.0, f32)}).attr("alpha") == 2.0
+    assert op.build([x]).attr("alpha") == 1.0 and not op.build([x]).properties

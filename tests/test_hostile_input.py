@@ -139,8 +139,8 @@ def test_a_huge_splat_stays_one_element_through_parse_print_and_passes(
     module = ember.parse(HUGE_SPLAT)
     (constant, _) = module.body.block.first_op.body.block.ops  # type: ignore[union-attr]
     assert isinstance(constant, ConstantOp)
-    assert splat_value(constant.attributes["value"]) == 1.0  # type: ignore[arg-type]
-    assert len(constant.attributes["value"].data.data) == 4  # type: ignore[attr-defined]
+    assert splat_value(constant.value) == 1.0  # type: ignore[arg-type]
+    assert len(constant.value.data.data) == 4  # type: ignore[attr-defined]
     path = write(tmp_path, HUGE_SPLAT)
     code, out, _ = run("ember-opt", path, capsys, "-p", "canonicalize,cse,fold-constants")
     assert code == 0
@@ -211,11 +211,11 @@ def test_uniform_arrays_become_splats_with_the_same_values() -> None:
         np.full((2, 2), -7, np.int64),
     ):
         op = ConstantOp.from_array(array)
-        assert len(op.attributes["value"].data.data) == array.dtype.itemsize  # type: ignore[attr-defined]
+        assert len(op.value.data.data) == array.dtype.itemsize  # type: ignore[attr-defined]
         np.testing.assert_array_equal(op.to_array(), array)
     varied = np.arange(6, dtype=np.int32).reshape(2, 3)
     op = ConstantOp.from_array(varied)
-    assert splat_value(op.attributes["value"]) is None  # type: ignore[arg-type]
+    assert splat_value(op.value) is None  # type: ignore[arg-type]
     np.testing.assert_array_equal(op.to_array(), varied)
 
 

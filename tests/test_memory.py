@@ -241,8 +241,8 @@ def test_binding_holds_a_read_only_param_and_copies_a_writable_one() -> None:
     # Held or copied, a constant is the same attribute: same text, equal, same hash.
     text_held = ember.to_text(held["w1"].parent_op().parent_op())
     assert text_held == ember.to_text(copied_module)
-    attr, twin = held["w1"].attributes["value"], copied["w1"].attributes["value"]
-    reparsed = constants_of(ember.parse(text_held))["w1"].attributes["value"]
+    attr, twin = held["w1"].value, copied["w1"].value
+    reparsed = constants_of(ember.parse(text_held))["w1"].value
     assert attr == twin == reparsed and hash(attr) == hash(twin) == hash(reparsed)
     # The caller may change a writable array afterwards: the copy does not see it.
     before = copied["w0"].to_array()
@@ -291,7 +291,7 @@ def test_packing_drops_each_folded_weight_as_soon_as_it_is_packed() -> None:
     graph = to_graph(ember.parse(CONV_BN), frozen(params))
     scaled = constants_of(graph)["w_scaled"]  # batch_norm folded: an ember-made array
     # The memory the constant holds (the exporter of its bytes' memoryview).
-    memory = weakref.ref(scaled.attributes["value"].data.data.obj)
+    memory = weakref.ref(scaled.value.data.data.obj)
     del scaled
     assert memory() is not None
     gc.disable()  # its op's reference cycles are not what frees it

@@ -10,9 +10,10 @@ type; unary elementwise ops (and ``graph.constant``) print a single type::
 
 Each op class knows how to infer its result type from its operand types and
 attributes (``infer_type``); the verifier is "infer and compare", so the
-Python builder and the verifier can never disagree.  Attributes are plain
-(discardable-style) attributes described by a small per-op table, so omitted
-attributes take their documented default and misspelt ones are rejected.
+Python builder and the verifier can never disagree.  Attributes are IRDL
+properties whose constraint is their kind (:class:`AttrKind`), declared with
+:func:`graph_prop`: omitted ones take their documented default, misspelt ones
+are rejected, and every diagnostic names the op and the attribute.
 
 Each op also declares its fusion kind (TVM's ``OpPatternKind``) for
 ``fuse-ops``.  Program-level ops (``graph.call_kernel``, ``graph.call_extern``)
@@ -22,9 +23,11 @@ live here too because they are what graph functions become after lowering.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -41,16 +44,22 @@ from xdsl.dialects.builtin import (
     TensorType,
     f16,
     f32,
+    f64,
     i32,
     i64,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
+    AttrConstraint,
     IRDLOperation,
+    OptPropertyDef,
+    PropertyDef,
+    VerificationContext,
     irdl_op_definition,
     operand_def,
-    opt_attr_def,
+    opt_prop_def,
+    prop_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -141,23 +150,8 @@ def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
 
 
 # --------------------------------------------------------------------------
-# Attribute specifications
+# Attribute kinds: IRDL constraints that speak ember's diagnostics
 # --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AttrSpec:
-    """One attribute of a graph op: its kind, its default, and its arity.
-
-    ``kind`` is ``"ints"`` (a list of integers, printed ``[1, 1]``), ``"int"``,
-    ``"float"``, ``"bool"``, ``"dense"`` or ``"str"``.  ``length``
-    fixes the length of an ``"ints"`` list.  ``default`` of ``None`` means the
-    attribute is required.
-    """
-
-    kind: str
-    default: Any = None
-    length: int | None = None
 
 
 def _int_of(attr: Attribute) -> int | None:
@@ -166,63 +160,235 @@ def _int_of(attr: Attribute) -> int | None:
     return None
 
 
-def _decode_attr(op_name: str, name: str, spec: AttrSpec, attr: Attribute) -> Any:
-    """Turn a stored attribute into a Python value, checking its kind."""
-    where = f"{op_name}: attribute '{name}'"
-    if spec.kind == "ints":
+@dataclass(frozen=True)
+class AttrKind(AttrConstraint):
+    """The kind of a graph op's attribute, as an IRDL constraint.
+
+    ``decode`` turns a stored attribute into the Python value that shape
+    rules and references see (``(1, 1)``, ``1e-5``, ``"nearest"``) and
+    raises :class:`VerifyException` with the end of ember's message
+    (``must have 4 values, got 2``): :meth:`GraphOp.verify` puts the op and
+    the attribute in front.  ``encode`` is the way back.
+    """
+
+    KIND: ClassVar[str]
+    BASES: ClassVar[tuple[type[Attribute], ...]]
+
+    def verify(
+        self, attr: Attribute, constraint_context: VerificationContext | None = None
+    ) -> None:
+        self.decode(attr)
+
+    def get_bases(self) -> set[type[Attribute]]:
+        return set(self.BASES)
+
+    def mapping_type_vars(self, type_var_mapping: Mapping[Any, Any]) -> AttrKind:
+        return self
+
+    def decode(self, attr: Attribute) -> Any:
+        raise NotImplementedError
+
+    def encode(self, value: Any) -> Attribute:
+        raise NotImplementedError
+
+    def encode_default(self, value: Any) -> Attribute:
+        """The attribute that stands for an absent one (IRDL's default)."""
+        return self.encode(value)
+
+
+@dataclass(frozen=True)
+class IntArrayKind(AttrKind):
+    """A list of integers, ``[1, 1]`` (``ArrayAttr`` of i64), of ``length``
+    values when given."""
+
+    length: int | None = None
+    KIND: ClassVar = "ints"
+    BASES: ClassVar = (ArrayAttr,)
+
+    def decode(self, attr: Attribute) -> tuple[int, ...]:
         if not isinstance(attr, ArrayAttr) or any(
             _int_of(a) is None for a in attr.data
         ):
-            raise VerifyException(f"{where} must be a list of integers, got {attr}")
+            raise VerifyException(f"must be a list of integers, got {attr}")
         values = tuple(_int_of(a) for a in attr.data)
-        if spec.length is not None and len(values) != spec.length:
+        if self.length is not None and len(values) != self.length:
             raise VerifyException(
-                f"{where} must have {spec.length} values, got {len(values)}"
+                f"must have {self.length} values, got {len(values)}"
             )
-        return values
-    if spec.kind in ("int", "bool"):
+        return values  # type: ignore[return-value]
+
+    def encode(self, value: Any) -> Attribute:
+        return ArrayAttr([IntegerAttr(int(v), i64) for v in value])
+
+
+@dataclass(frozen=True)
+class IntKind(AttrKind):
+    """An integer, ``1`` (``IntegerAttr``, i64 when ember makes one)."""
+
+    KIND: ClassVar = "int"
+    BASES: ClassVar = (IntegerAttr,)
+
+    def decode(self, attr: Attribute) -> int:
         value = _int_of(attr)
         if value is None:
-            raise VerifyException(f"{where} must be an integer, got {attr}")
-        if spec.kind == "bool":
-            # xDSL stores i1 ``true`` as -1 (two's complement), MLIR as 1.
-            if value not in (0, 1, -1):
-                raise VerifyException(f"{where} must be true or false, got {attr}")
-            return value != 0
+            raise VerifyException(f"must be an integer, got {attr}")
         return value
-    if spec.kind == "float":
+
+    def encode(self, value: Any) -> Attribute:
+        return IntegerAttr(int(value), i64)
+
+
+@dataclass(frozen=True)
+class BoolKind(AttrKind):
+    """``true`` or ``false`` (``IntegerAttr`` of i1; 0 and 1 also do)."""
+
+    KIND: ClassVar = "bool"
+    BASES: ClassVar = (IntegerAttr,)
+
+    def decode(self, attr: Attribute) -> bool:
+        value = IntKind().decode(attr)
+        # xDSL stores i1 ``true`` as -1 (two's complement), MLIR as 1.
+        if value not in (0, 1, -1):
+            raise VerifyException(f"must be true or false, got {attr}")
+        return value != 0
+
+    def encode(self, value: Any) -> Attribute:
+        return IntegerAttr(int(bool(value)), IntegerType(1))
+
+
+@dataclass(frozen=True)
+class FloatKind(AttrKind):
+    """A number, ``1.0e-05 : f32`` (``FloatAttr``; an integer also does)."""
+
+    KIND: ClassVar = "float"
+    BASES: ClassVar = (FloatAttr, IntegerAttr)
+
+    def decode(self, attr: Attribute) -> float:
         if isinstance(attr, FloatAttr):
             return float(attr.value.data)
         value = _int_of(attr)
         if value is None:
-            raise VerifyException(f"{where} must be a number, got {attr}")
+            raise VerifyException(f"must be a number, got {attr}")
         return float(value)
-    if spec.kind == "dense":
-        if not isinstance(attr, DenseIntOrFPElementsAttr):
-            raise VerifyException(f"{where} must be a dense elements attribute")
-        return attr
-    if spec.kind == "str":
-        if not isinstance(attr, StringAttr):
-            raise VerifyException(f"{where} must be a string, got {attr}")
-        return attr.data
-    raise AssertionError(f"unknown attribute kind {spec.kind}")
 
-
-def _encode_attr(spec: AttrSpec, value: Any) -> Attribute:
-    """Turn a Python value into the attribute stored on an op."""
-    if isinstance(value, Attribute):
-        return value
-    if spec.kind == "ints":
-        return ArrayAttr([IntegerAttr(int(v), i64) for v in value])
-    if spec.kind == "int":
-        return IntegerAttr(int(value), i64)
-    if spec.kind == "bool":
-        return IntegerAttr(int(bool(value)), IntegerType(1))
-    if spec.kind == "float":
+    def encode(self, value: Any) -> Attribute:
         return FloatAttr(float(value), f32)
-    if spec.kind == "str":
+
+    def encode_default(self, value: Any) -> Attribute:
+        # f64, so that a default such as 1e-5 decodes to exactly that.
+        return FloatAttr(float(value), f64)
+
+
+@dataclass(frozen=True)
+class StringKind(AttrKind):
+    """A string, ``"nearest"`` (``StringAttr``)."""
+
+    KIND: ClassVar = "str"
+    BASES: ClassVar = (StringAttr,)
+
+    def decode(self, attr: Attribute) -> str:
+        if not isinstance(attr, StringAttr):
+            raise VerifyException(f"must be a string, got {attr}")
+        return attr.data
+
+    def encode(self, value: Any) -> Attribute:
         return StringAttr(str(value))
-    raise ValueError(f"cannot encode {value!r} as a {spec.kind} attribute")
+
+
+@dataclass(frozen=True)
+class DenseKind(AttrKind):
+    """A ``dense<…> : tensor<…>`` value (``DenseIntOrFPElementsAttr``),
+    kept as the attribute."""
+
+    KIND: ClassVar = "dense"
+    BASES: ClassVar = (DenseIntOrFPElementsAttr,)
+
+    def decode(self, attr: Attribute) -> DenseIntOrFPElementsAttr:
+        if not isinstance(attr, DenseIntOrFPElementsAttr):
+            raise VerifyException("must be a dense elements attribute")
+        return attr
+
+    def encode(self, value: Any) -> Attribute:
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            raise ValueError(f"cannot encode {value!r} as a dense attribute")
+        return value
+
+
+def graph_prop(kind: AttrKind, default: Any = None) -> Any:
+    """The IRDL declaration of a graph op attribute: a property of ``kind``,
+    optional with ``default`` (a Python value, e.g. ``(1, 1)``) when one is
+    given, required otherwise.  ``Conv2dOp.get_irdl_definition().properties``
+    lists them."""
+    if default is None:
+        return prop_def(kind)
+    return opt_prop_def(kind, default_value=kind.encode_default(default))
+
+
+_KINDS: dict[str, type[AttrKind]] = {
+    k.KIND: k for k in (IntArrayKind, IntKind, BoolKind, FloatKind, StringKind, DenseKind)
+}
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    """One attribute of a graph op in short: its kind, default and arity.
+
+    ``kind`` is ``"ints"`` (a list of integers, printed ``[1, 1]``), ``"int"``,
+    ``"float"``, ``"bool"``, ``"dense"`` or ``"str"``.  ``length`` fixes the
+    length of an ``"ints"`` list.  ``default`` of ``None`` means the attribute
+    is required.  ``Op.ATTRS`` describes an op's IRDL properties this way;
+    a subclass that still sets ``ATTRS`` to such a table gets each entry
+    declared as :func:`graph_prop` (the older way of declaring attributes).
+    """
+
+    kind: str
+    default: Any = None
+    length: int | None = None
+
+    def constraint(self) -> AttrKind:
+        """The IRDL constraint of this kind."""
+        if self.kind == "ints":
+            return IntArrayKind(self.length)
+        return _KINDS[self.kind]()
+
+    def prop(self) -> Any:
+        """The IRDL declaration (:func:`graph_prop`) of this attribute."""
+        return graph_prop(self.constraint(), self.default)
+
+
+def _spec_of(prop: PropertyDef) -> AttrSpec:
+    kind = prop.constr
+    if not isinstance(kind, AttrKind):
+        return AttrSpec("attribute", prop.default_value)
+    default = None if prop.default_value is None else kind.decode(prop.default_value)
+    return AttrSpec(kind.KIND, default, getattr(kind, "length", None))
+
+
+class _AttrTable:
+    """``Op.ATTRS``: attribute name -> :class:`AttrSpec`, read from the op's
+    IRDL properties (declaration order)."""
+
+    def __get__(self, obj: Any, cls: type[GraphOp]) -> Mapping[str, AttrSpec]:
+        return _attr_table(cls)
+
+
+def _attr_table(cls: type[GraphOp]) -> Mapping[str, AttrSpec]:
+    table = _ATTR_TABLES.get(cls)
+    if table is None:
+        op_def = cls.get_irdl_definition()
+        if op_def is None:  # a base class, not an op
+            return {}
+        # Declaration order, base classes first (IRDL lists a subclass's own first).
+        props = op_def.properties
+        names = dict.fromkeys(
+            n for c in reversed(cls.__mro__) for n in vars(c) if n in props
+        )
+        table = MappingProxyType({name: _spec_of(props[name]) for name in names})
+        _ATTR_TABLES[cls] = table
+    return table
+
+
+_ATTR_TABLES: MutableMapping[type, Mapping[str, AttrSpec]] = weakref.WeakKeyDictionary()
 
 
 # --------------------------------------------------------------------------
@@ -259,24 +425,28 @@ def _print_attr_value(printer: Printer, attr: Attribute) -> None:
 class GraphOp(IRDLOperation):
     """Base of all graph operators: one tensor result, custom syntax.
 
-    Subclasses set ``ATTRS`` (attribute name -> :class:`AttrSpec`),
-    ``FUSION_KIND``, and implement ``infer_type``.
+    Subclasses declare their attributes as IRDL properties with
+    :func:`graph_prop` (``strides = graph_prop(IntArrayKind(2), (1, 1))``),
+    set ``FUSION_KIND``, and implement ``infer_type``.  ``op.attr(name)``
+    reads one decoded, its default filled in; ``op.strides`` is the stored
+    attribute (xDSL's accessor, the default when absent).
     """
 
-    ATTRS: ClassVar[Mapping[str, AttrSpec]] = {}
+    ATTRS: ClassVar[Mapping[str, AttrSpec]] = _AttrTable()  # type: ignore[assignment]
     FUSION_KIND: ClassVar[FusionKind] = FusionKind.OPAQUE
     SINGLE_TYPE: ClassVar[bool] = False
     DTYPES: ClassVar[tuple[Attribute, ...]] = FLOAT_TYPES
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Declare each ``ATTRS`` entry to IRDL as an optional attribute, so
-        the op definition lists it and ``op.<name>`` reads it.  The
-        constraint admits any attribute: the kind is checked (with ember's
-        diagnostics) when the value is decoded."""
+        """A subclass that sets ``ATTRS`` to a table of :class:`AttrSpec`
+        (the older way) gets each entry declared with :func:`graph_prop`."""
         super().__init_subclass__(**kwargs)
-        for name in cls.__dict__.get("ATTRS", {}):
-            if name not in cls.__dict__:
-                setattr(cls, name, opt_attr_def(Attribute))
+        table = cls.__dict__.get("ATTRS")
+        if isinstance(table, Mapping):
+            for name, spec in table.items():
+                if name not in cls.__dict__:
+                    setattr(cls, name, spec.prop())
+            delattr(cls, "ATTRS")
 
     # ---- construction ----------------------------------------------------
 
@@ -291,34 +461,31 @@ class GraphOp(IRDLOperation):
 
         Attributes are Python values (``strides=(2, 2)``) or xDSL attributes;
         ``None`` values are left out (the default applies).  xDSL's form,
-        ``build(operands=[…], result_types=[t], attributes={…})`` (or
-        ``properties={…}``), means the same.
+        ``build(operands=[…], result_types=[t], properties={…})`` (or
+        ``attributes={…}``), means the same.
         """
         result_type, attributes = cls._ember_build_args(result_type, attributes)
         values = [SSAValue.get(o) for o in operands]
-        attrs: dict[str, Attribute] = {}
+        props = cls.get_irdl_definition().properties
+        stored: dict[str, Attribute] = {}
         for name, value in attributes.items():
             if value is None:
                 continue
-            spec = cls.ATTRS.get(name)
-            if spec is None:
+            if name not in props:
                 raise ValueError(f"{cls.name}: unknown attribute '{name}'")
-            attrs[name] = _encode_attr(spec, value)
+            kind = props[name].constr
+            if isinstance(value, Attribute) or not isinstance(kind, AttrKind):
+                stored[name] = value
+            else:
+                stored[name] = kind.encode(value)
         if result_type is None:
-            decoded = {
-                n: (
-                    _decode_attr(cls.name, n, s, attrs[n])
-                    if n in attrs
-                    else s.default
-                )
-                for n, s in cls.ATTRS.items()
-            }
             try:
+                decoded = {n: cls._decode(n, stored.get(n)) for n in props}
                 result_type = cls.infer_type([v.type for v in values], decoded)
             except VerifyException as e:
                 raise ValueError(str(e)) from None
         return cls.create(
-            operands=values, result_types=[result_type], attributes=attrs
+            operands=values, result_types=[result_type], properties=stored
         )
 
     @classmethod
@@ -347,20 +514,37 @@ class GraphOp(IRDLOperation):
 
     # ---- attribute access -----------------------------------------------
 
+    @classmethod
+    def _decode(cls, name: str, attr: Attribute | None) -> Any:
+        """Attribute ``name``'s value (``attr``, else its default) decoded,
+        or ``None`` for an absent attribute without a default; a wrong kind
+        is a :class:`VerifyException` naming the op and the attribute."""
+        prop = cls.get_irdl_definition().properties[name]
+        if attr is None:
+            attr = prop.default_value
+            if attr is None:
+                return None
+        kind = prop.constr
+        try:
+            if isinstance(kind, AttrKind):
+                return kind.decode(attr)
+            kind.verify(attr, VerificationContext())
+            return attr
+        except VerifyException as e:
+            raise VerifyException(f"{cls.name}: attribute '{name}' {e}") from None
+
     def attr(self, name: str) -> Any:
         """The decoded value of attribute ``name`` (or its default)."""
-        spec = self.ATTRS[name]
-        if name in self.attributes:
-            return _decode_attr(self.name, name, spec, self.attributes[name])
-        if spec.default is None:
+        value = self._decode(name, self.properties.get(name))
+        if value is None:
             raise VerifyException(f"{self.name}: missing attribute '{name}'")
-        return spec.default
+        return value
 
     def attr_values(self) -> dict[str, Any]:
         """All attributes decoded, defaults filled in."""
-        return {name: self.attr(name) for name in self.ATTRS}
-
-    # ---- typing ------------------------------------------------------------
+        return {
+            name: self.attr(name) for name in self.get_irdl_definition().properties
+        }
 
     @classmethod
     def infer_type(
@@ -380,13 +564,40 @@ class GraphOp(IRDLOperation):
     def result(self) -> SSAValue:
         return self.results[0]
 
-    def verify_(self) -> None:
-        for name in self.attributes:
-            if name not in self.ATTRS and "." not in name:
+    def verify(self, verify_nested_ops: bool = True) -> None:
+        """xDSL's verification, the attributes checked first.
+
+        IRDL checks each property against its constraint before the op's
+        ``verify_``, and its message names neither the op nor the property;
+        here the same constraints are checked in ember's words
+        (``graph.conv2d: attribute 'padding' must have 4 values, got 2``),
+        reported the way xDSL reports a failing ``verify_``.
+        """
+        try:
+            self.verify_attributes()
+        except VerifyException as err:
+            self.emit_error(f"Operation does not verify: {err}", err)
+        super().verify(verify_nested_ops)
+
+    def verify_attributes(self) -> None:
+        """Each attribute is declared, of its kind, and present if required;
+        discardable ones (``{graph.…}``, with a dot) are left alone."""
+        props = self.get_irdl_definition().properties
+        for name in (*self.properties, *self.attributes):
+            if name not in props and "." not in name:
                 known = ", ".join(self.ATTRS) or "none"
                 raise VerifyException(
                     f"{self.name}: unknown attribute '{name}' (known: {known})"
                 )
+        for name in props:
+            if name in self.properties:
+                self._decode(name, self.properties[name])
+            elif props[name].default_value is None and not isinstance(
+                props[name], OptPropertyDef
+            ):
+                raise VerifyException(f"{self.name}: missing attribute '{name}'")
+
+    def verify_(self) -> None:
         for i, operand in enumerate(self.operands):
             t = operand.type
             if not isinstance(t, TensorType):
@@ -443,18 +654,22 @@ class GraphOp(IRDLOperation):
                 parser.pos,
             )
         values = parser.resolve_operands(operands, operand_types, pos)
+        declared = cls.get_irdl_definition().properties
         return cls.create(
-            operands=values, result_types=[result_type], attributes=attributes
+            operands=values,
+            result_types=[result_type],
+            properties={k: v for k, v in attributes.items() if k in declared},
+            attributes={k: v for k, v in attributes.items() if k not in declared},
         )
 
     def print(self, printer: Printer) -> None:
         if self.operands:
             printer.print_string(" ")
             printer.print_list(self.operands, printer.print_operand)
-        if self.attributes:
+        if self.properties or self.attributes:
             printer.print_string(" {")
             printer.print_list(
-                self.attributes.items(),
+                [*self.properties.items(), *self.attributes.items()],
                 lambda kv: (
                     printer.print_string(f"{kv[0]} = "),
                     _print_attr_value(printer, kv[1]),
@@ -614,12 +829,10 @@ class Conv2dOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
-    ATTRS: ClassVar = {
-        "strides": AttrSpec("ints", (1, 1), 2),
-        "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
-        "dilation": AttrSpec("ints", (1, 1), 2),
-        "groups": AttrSpec("int", 1),
-    }
+    strides = graph_prop(IntArrayKind(2), (1, 1))
+    padding = graph_prop(IntArrayKind(4), (0, 0, 0, 0))
+    dilation = graph_prop(IntArrayKind(2), (1, 1))
+    groups = graph_prop(IntKind(), 1)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -665,13 +878,11 @@ class Conv2dTransposeOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
-    ATTRS: ClassVar = {
-        "strides": AttrSpec("ints", (1, 1), 2),
-        "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
-        "dilation": AttrSpec("ints", (1, 1), 2),
-        "output_padding": AttrSpec("ints", (0, 0), 2),
-        "groups": AttrSpec("int", 1),
-    }
+    strides = graph_prop(IntArrayKind(2), (1, 1))
+    padding = graph_prop(IntArrayKind(4), (0, 0, 0, 0))
+    dilation = graph_prop(IntArrayKind(2), (1, 1))
+    output_padding = graph_prop(IntArrayKind(2), (0, 0))
+    groups = graph_prop(IntKind(), 1)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -777,7 +988,7 @@ class BiasAddOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.BROADCAST
-    ATTRS: ClassVar = {"axis": AttrSpec("int", 1)}
+    axis = graph_prop(IntKind(), 1)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -814,7 +1025,8 @@ class BatchNormOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.BROADCAST
-    ATTRS: ClassVar = {"epsilon": AttrSpec("float", 1e-5), "axis": AttrSpec("int", 1)}
+    epsilon = graph_prop(FloatKind(), 1e-5)
+    axis = graph_prop(IntKind(), 1)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -930,7 +1142,8 @@ class ClipOp(_UnaryElementwise):
 
     name = "graph.clip"
     traits = _CANON_TRAITS
-    ATTRS: ClassVar = {"min": AttrSpec("float"), "max": AttrSpec("float")}
+    min = graph_prop(FloatKind())
+    max = graph_prop(FloatKind())
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1027,7 +1240,7 @@ class SoftmaxOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.OPAQUE
-    ATTRS: ClassVar = {"axis": AttrSpec("int", -1)}
+    axis = graph_prop(IntKind(), -1)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1040,6 +1253,10 @@ class SoftmaxOp(GraphOp):
 class _Pool2d(GraphOp):
     data = operand_def(TensorType)
     output = result_def(TensorType)
+    pool_size = graph_prop(IntArrayKind(2))
+    strides = graph_prop(IntArrayKind(2), (1, 1))
+    padding = graph_prop(IntArrayKind(4), (0, 0, 0, 0))
+    dilation = graph_prop(IntArrayKind(2), (1, 1))
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.OUT_ELEMENTWISE_FUSABLE
 
@@ -1073,14 +1290,6 @@ def _windows_hit_data(size: int, kernel: int, stride: int, dilation: int, pad: i
     )
 
 
-_POOL_SPECS = {
-    "pool_size": AttrSpec("ints", None, 2),
-    "strides": AttrSpec("ints", (1, 1), 2),
-    "padding": AttrSpec("ints", (0, 0, 0, 0), 4),
-    "dilation": AttrSpec("ints", (1, 1), 2),
-}
-
-
 @irdl_op_definition
 class MaxPool2dOp(_Pool2d):
     """Max pooling over NCHW windows; padding never wins the max.
@@ -1091,7 +1300,6 @@ class MaxPool2dOp(_Pool2d):
     """
 
     name = "graph.max_pool2d"
-    ATTRS: ClassVar = _POOL_SPECS
 
 
 @irdl_op_definition
@@ -1099,7 +1307,7 @@ class AvgPool2dOp(_Pool2d):
     """Average pooling; ``count_include_pad`` counts padding in the divisor."""
 
     name = "graph.avg_pool2d"
-    ATTRS: ClassVar = {**_POOL_SPECS, "count_include_pad": AttrSpec("bool", False)}
+    count_include_pad = graph_prop(BoolKind(), False)
 
 
 @irdl_op_definition
@@ -1196,7 +1404,7 @@ class TransposeOp(GraphOp):
     output = result_def(TensorType)
     traits = _CANON_TRAITS
     FUSION_KIND: ClassVar = FusionKind.INJECTIVE
-    ATTRS: ClassVar = {"axes": AttrSpec("ints", ())}
+    axes = graph_prop(IntArrayKind(), ())
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1232,7 +1440,7 @@ class ConcatenateOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.INJECTIVE
-    ATTRS: ClassVar = {"axis": AttrSpec("int", 0)}
+    axis = graph_prop(IntKind(), 0)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1286,11 +1494,9 @@ class SliceOp(GraphOp):
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.INJECTIVE
     DTYPES: ClassVar = ALL_TYPES
-    ATTRS: ClassVar = {
-        "begin": AttrSpec("ints"),
-        "end": AttrSpec("ints"),
-        "strides": AttrSpec("ints", ()),
-    }
+    begin = graph_prop(IntArrayKind())
+    end = graph_prop(IntArrayKind())
+    strides = graph_prop(IntArrayKind(), ())
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1339,11 +1545,9 @@ class PadOp(GraphOp):
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.INJECTIVE
     DTYPES: ClassVar = ALL_TYPES
-    ATTRS: ClassVar = {
-        "padding": AttrSpec("ints"),
-        "mode": AttrSpec("str", "constant"),
-        "value": AttrSpec("float", 0.0),
-    }
+    padding = graph_prop(IntArrayKind())
+    mode = graph_prop(StringKind(), "constant")
+    value = graph_prop(FloatKind(), 0.0)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1398,14 +1602,12 @@ class Resize2dOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.INJECTIVE
-    ATTRS: ClassVar = {
-        "size": AttrSpec("ints", None, 2),
-        "method": AttrSpec("str", "nearest"),
-        "coordinate_transformation_mode": AttrSpec("str", "half_pixel"),
-        "nearest_mode": AttrSpec("str", "round_prefer_floor"),
-        "scale_h": AttrSpec("float", 0.0),
-        "scale_w": AttrSpec("float", 0.0),
-    }
+    size = graph_prop(IntArrayKind(2))
+    method = graph_prop(StringKind(), "nearest")
+    coordinate_transformation_mode = graph_prop(StringKind(), "half_pixel")
+    nearest_mode = graph_prop(StringKind(), "round_prefer_floor")
+    scale_h = graph_prop(FloatKind(), 0.0)
+    scale_w = graph_prop(FloatKind(), 0.0)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1446,12 +1648,10 @@ class LrnOp(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.OPAQUE
-    ATTRS: ClassVar = {
-        "size": AttrSpec("int"),
-        "alpha": AttrSpec("float", 1e-4),
-        "beta": AttrSpec("float", 0.75),
-        "bias": AttrSpec("float", 1.0),
-    }
+    size = graph_prop(IntKind())
+    alpha = graph_prop(FloatKind(), 1e-4)
+    beta = graph_prop(FloatKind(), 0.75)
+    bias = graph_prop(FloatKind(), 1.0)
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1476,7 +1676,8 @@ class _Reduce(GraphOp):
     output = result_def(TensorType)
     traits = _TRAITS
     FUSION_KIND: ClassVar = FusionKind.REDUCTION
-    ATTRS: ClassVar = {"axes": AttrSpec("ints"), "keepdims": AttrSpec("bool", True)}
+    axes = graph_prop(IntArrayKind())
+    keepdims = graph_prop(BoolKind(), True)
 
     @classmethod
     def reduced_axes(cls, axes: Sequence[int], rank: int) -> tuple[int, ...]:
@@ -1592,7 +1793,7 @@ class ConstantOp(GraphOp):
     FUSION_KIND: ClassVar = FusionKind.OPAQUE
     SINGLE_TYPE: ClassVar = True
     DTYPES: ClassVar = ALL_TYPES
-    ATTRS: ClassVar = {"value": AttrSpec("dense")}
+    value = graph_prop(DenseKind())
 
     @classmethod
     def infer_type(cls, operand_types, attrs):
@@ -1635,7 +1836,7 @@ class ConstantOp(GraphOp):
         else:
             data = held_bytes(flat)
         value = DenseIntOrFPElementsAttr(t, _bytes_attr(data))
-        return cls.create(result_types=[t], attributes={"value": value})
+        return cls.create(result_types=[t], properties={"value": value})
 
     def to_array(self, copy: bool = True) -> np.ndarray:
         """The value as a numpy array: a fresh, writable copy, or with
@@ -1649,14 +1850,14 @@ class ConstantOp(GraphOp):
         func = self.parent_op()
         where = f" in @{func.sym_name.data}" if isinstance(func, FuncOp) else ""
         what = f"graph.constant{' %' + hint if hint else ''}{where}"
-        return dense_to_array(self.attributes["value"], what, copy)
+        return dense_to_array(self.properties["value"], what, copy)
 
     def erase(self, safe_erase: bool = True, drop_references: bool = True) -> None:
         """Erase the op and let go of its value at once: a weight's array is
         freed when its last holder drops it, not when the garbage collector
         gets round to the op's reference cycles (op <-> results)."""
         super().erase(safe_erase, drop_references)
-        self.attributes.pop("value", None)
+        self.properties.pop("value", None)
 
 
 class _HashableArray(np.ndarray):

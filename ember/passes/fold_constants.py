@@ -180,6 +180,7 @@ def _fold_scale_into_weight(
         folded = anchor_type.create(
             operands=[anchor.operands[0], new_weight.result],
             result_types=[anchor_result.type],
+            properties=dict(anchor.properties),
             attributes=dict(anchor.attributes),
         )
         old_constants = [anchor.operands[1], op.operands[1 - side]]

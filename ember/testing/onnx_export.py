@@ -253,7 +253,7 @@ def _concatenate(ex: _Exporter, op: graph.GraphOp) -> None:
 
 
 def _constant(ex: _Exporter, op: graph.GraphOp) -> None:
-    array = graph.dense_to_array(op.attributes["value"])
+    array = graph.dense_to_array(op.properties["value"])
     ex.names[op.results[0]] = ex.constant("const", array)
 
 

@@ -57,7 +57,7 @@ def _is_constant_filled_with(value: SSAValue, scalar: float) -> bool:
     owner = value.owner
     if not isinstance(owner, ConstantOp):
         return False
-    splat = splat_value(owner.attributes["value"])
+    splat = splat_value(owner.properties["value"])
     if splat is not None:  # a huge splat is never materialised to be compared
         return bool(splat == scalar)
     return bool(np.all(owner.to_array() == scalar))

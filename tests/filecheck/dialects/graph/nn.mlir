@@ -22,7 +22,8 @@ func.func @conv(%data: tensor<1x3x8x8xf32>, %weight: tensor<16x3x3x3xf32>, %dw: 
 // CHECK-NEXT:    func.return %same, %strided, %defaults, %depthwise
 
 // GENERIC-LABEL: "func.func"() <{sym_name = "conv"
-// GENERIC:         %same = "graph.conv2d"(%data, %weight) {strides = [1 : i64, 1 : i64], padding = [1 : i64, 1 : i64, 1 : i64, 1 : i64], dilation = [1 : i64, 1 : i64], groups = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
+// The attributes are IRDL properties: the generic form holds them in <{…}>.
+// GENERIC:         %same = "graph.conv2d"(%data, %weight) <{strides = [1 : i64, 1 : i64], padding = [1 : i64, 1 : i64, 1 : i64, 1 : i64], dilation = [1 : i64, 1 : i64], groups = 1 : i64}> : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
 // GENERIC:         %defaults = "graph.conv2d"(%data, %weight) : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x6x6xf32>
 
 func.func @fully_connected(%x: tensor<4x784xf32>, %w: tensor<128x784xf32>, %b: tensor<128xf32>, %h: tensor<4x784xf16>, %wh: tensor<10x784xf16>) -> (tensor<4x128xf32>, tensor<4x10xf16>) {
