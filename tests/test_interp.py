@@ -12,20 +12,21 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.ir import Attribute, Block, Region
+from xdsl.irdl import irdl_op_definition, operand_def, result_def
 
 import ember
 from ember.dialects import graph as g
-from ember.dialects.graph_registry import registered_ops
+from ember.dialects.graph_registry import reference as reference_of, register_op, registered_ops, shape_rule
 from ember.interp import (
     REFERENCE_IMPLS,
     InterpretError,
@@ -809,6 +810,81 @@ def test_failing_implementation_names_the_op() -> None:
         InterpretError, match=r"arith.addf failed: ZeroDivisionError: boom\n  in @main"
     ):
         interpret(module, "main", np.ones(2, np.float32), functions=[BrokenAddf])
+
+
+@register_impls
+class BrokenRelu(InterpreterFunctions):
+    """A user's implementation of a graph op that fails."""
+
+    @impl(g.ReluOp)
+    def run_relu(self, interpreter: Interpreter, op: Any, args: tuple[Any, ...]):
+        raise ZeroDivisionError("boom")
+
+
+NESTED_RELU = """
+func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = func.call @inner(%a) : (tensor<2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+func.func @inner(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = graph.relu %a : tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+"""
+
+
+def test_a_failing_op_in_a_called_function_is_reported_alone() -> None:
+    module = ember.parse(NESTED_RELU)
+    with pytest.raises(
+        InterpretError, match=r"^graph.relu failed: ZeroDivisionError: boom\n  in @inner"
+    ):
+        interpret(module, "main", np.ones(2, np.float32), functions=[BrokenRelu])
+
+
+@register_op
+@irdl_op_definition
+class FailingOp(g.GraphOp):
+    """A graph op whose reference definition fails."""
+
+    name = "graph.test_failing"
+    x = operand_def(TensorType)
+    output = result_def(TensorType)
+    SINGLE_TYPE: ClassVar = True
+
+
+shape_rule(FailingOp)(lambda operand_types, attrs: operand_types[0])
+
+
+@reference_of(FailingOp)
+def _failing_reference(inputs: Any, attrs: Any, result_type: Any) -> Any:
+    raise ZeroDivisionError("boom")
+
+
+def test_a_failing_reference_is_reported_without_printing_the_module() -> None:
+    """ember's own implementations bypass xDSL's report, which prints the
+    whole module (generic form, every weight) into a note."""
+    module = ember.parse(NESTED_RELU.replace("graph.relu", "graph.test_failing"))
+    with pytest.raises(
+        InterpretError, match=r"^graph.test_failing failed: ZeroDivisionError: boom\n  in @inner"
+    ) as info:
+        interpret(module, "main", np.ones(2, np.float32))
+    assert not getattr(info.value, "__notes__", None)
+
+
+def test_implements_answers_for_every_registered_functions_class() -> None:
+    module = ember.parse(ADDF_PROGRAM)
+    relu, addf = list(module.body.block.first_op.body.block.ops)[:2]
+    plain = make_interpreter(module)
+    assert plain.implements(relu) and not plain.implements(addf)
+    assert make_interpreter(module, [TensorAddf]).implements(addf)
+
+
+def test_an_op_without_implementation_met_while_running_gets_embers_message() -> None:
+    """Calling the interpreter directly skips the check in advance; the op
+    is still reported with ember's message, alone."""
+    module = ember.parse(ADDF_PROGRAM)
+    with pytest.raises(InterpretError, match=r"^the reference interpreter has no implementation of 'arith.addf'"):
+        make_interpreter(module).call_op("main", (np.ones(2, np.float32),))
 
 
 def test_functions_by_import_path() -> None:

@@ -22,11 +22,41 @@ from xdsl.interpreter import (
     register_impls,
 )
 
+from xdsl.ir import Operation
+
 from ember.dialects.graph import GraphOp
 from ember.dialects.graph_registry import registered_references
-from ember.interp.reference import evaluate
+from ember.errors import EmberError
+from ember.interp.reference import InterpretError, evaluate
+from ember.ir import describe_op
 
-__all__ = ["GraphFunctions", "graph_functions"]
+__all__ = ["GraphFunctions", "OpFailed", "graph_functions", "op_failed"]
+
+
+class OpFailed(BaseException):
+    """An op's implementation failed; carries ember's report of it.
+
+    Not an ``Exception``: xDSL's dispatch catches every ``Exception`` an
+    implementation raises and prints the whole module into a note (megabytes
+    for a network with bound weights) before re-raising it.  This passes
+    through to :meth:`EmberInterpreter.call_op`, which raises ``error``.
+    """
+
+    def __init__(self, error: EmberError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def op_failed(op: Operation, error: Exception) -> EmberError:
+    """ember's report of ``error`` raised while running ``op``: an
+    :class:`EmberError` as it is, anything else naming the op."""
+    if isinstance(error, EmberError):
+        return error
+    report = InterpretError(
+        f"{op.name} failed: {type(error).__name__}: {error}\n{describe_op(op)}"
+    )
+    report.__cause__ = error
+    return report
 
 
 class GraphFunctions(InterpreterFunctions):
@@ -43,7 +73,10 @@ def _graph_impl(op_type: type[GraphOp]) -> OpImpl[GraphFunctions, GraphOp]:
         op: GraphOp,
         args: tuple[Any, ...],
     ) -> tuple[Any, ...]:
-        return (evaluate(op, args),)
+        try:
+            return (evaluate(op, args),)
+        except Exception as e:
+            raise OpFailed(op_failed(op, e)) from None
 
     return run
 

@@ -19,6 +19,7 @@ floats into integers).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from collections.abc import Iterable, Sequence
@@ -26,16 +27,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr, TensorType
 from xdsl.dialects.func import CallOp, FuncOp
-from xdsl.interpreter import Interpreter, InterpreterFunctions, OpImplResult
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from ember.dialects.graph import numpy_dtype, type_str
 from ember.errors import EmberError
-from ember.interp.graph_impls import GraphFunctions, graph_functions
+from ember.interp.graph_impls import GraphFunctions, OpFailed, graph_functions, op_failed
 from ember.interp.reference import InterpretError
 from ember.ir import describe_op
 from ember.limits import check_allocation, within_limit
@@ -94,45 +95,99 @@ def _resolve(spec: FunctionsSpec) -> InterpreterFunctions:
     return spec()
 
 
+class _OpGuard(Interpreter.Listener):
+    """Follows the ops being run (innermost last) and checks each result's
+    size before the op's implementation allocates it."""
+
+    def __init__(self) -> None:
+        self.running: list[Operation] = []
+
+    def will_interpret_op(self, op: Operation, args: tuple[Any, ...]) -> None:
+        try:
+            _check_result_sizes(op)
+        except EmberError as e:
+            raise OpFailed(e) from None
+        self.running.append(op)
+
+    def did_interpret_op(self, op: Operation, results: tuple[Any, ...]) -> None:
+        self.running.pop()
+
+
 @dataclass
 class EmberInterpreter(Interpreter):
-    """xDSL's interpreter with ember's error reporting.
+    """xDSL's interpreter with ember's checks and error reporting, on xDSL's
+    public API (``register_implementations``, ``call_op``, ``listeners``).
 
-    xDSL annotates an exception raised inside an op by printing the whole
-    module in generic form, which for a network with bound weights is
-    megabytes of text; this dispatch reports the failing op alone, as an
-    :class:`InterpretError`.
+    A failing op is reported alone as an :class:`InterpretError` (xDSL
+    would print the whole module, in generic form); results too large for
+    ember's allocation limit are refused before they are allocated.
     """
 
-    def implements(self, op: Operation) -> bool:
-        """Whether some registered ``InterpreterFunctions`` runs ``op``."""
-        # xDSL has no public query for this; the table is stable in 0.74.
-        return type(op) in self._impls._impl_dict
+    def __post_init__(self) -> None:
+        self._guard = _OpGuard()
+        self.listeners = (*self.listeners, self._guard)
+        self._functions: list[InterpreterFunctions] = []
+        self._implemented: dict[type[Operation], bool] = {}
 
-    def _run_op(self, op: Operation, inputs: tuple[Any, ...]) -> OpImplResult:
-        entry = self._impls._impl_dict.get(type(op))
-        if entry is None:
-            raise InterpretError(_no_impl_message(op))
-        functions, op_impl = entry
-        _check_result_sizes(op)
-        for listener in self.listeners:
-            listener.will_interpret_op(op, inputs)
+    def register_implementations(
+        self, impls: InterpreterFunctions, /, override: bool = False
+    ) -> None:
+        super().register_implementations(impls, override=override)
+        self._functions.append(impls)
+        self._implemented.clear()
+
+    def implements(self, op: Operation) -> bool:
+        """Whether some registered ``InterpreterFunctions`` runs ``op``.
+
+        xDSL has no public query for this; its public contract is that
+        registering a second implementation of an op without ``override``
+        is refused, so a fresh interpreter holding the same functions is
+        asked to take one for ``type(op)``."""
+        op_type = type(op)
+        if op_type not in self._implemented:
+            probe = Interpreter(self.module)
+            for functions in self._functions:
+                probe.register_implementations(functions, override=True)
+            try:
+                probe.register_implementations(_probe_functions(op_type))
+            except (ValueError, InterpretationError):
+                self._implemented[op_type] = True
+            else:
+                self._implemented[op_type] = False
+        return self._implemented[op_type]
+
+    def call_op(
+        self, op: Operation | str | SymbolRefAttr, inputs: tuple[Any, ...] = ()
+    ) -> tuple[Any, ...]:
+        """xDSL's ``call_op``; a failing op is an :class:`EmberError` naming it."""
+        if self._guard.running:  # a call from inside an op: the outer call reports
+            return super().call_op(op, inputs)
         try:
-            result = op_impl(functions, self, op, inputs)
+            return super().call_op(op, inputs)
+        except OpFailed as failure:
+            raise failure.error from failure.error.__cause__
         except EmberError:
             raise
-        except Exception as e:  # an implementation failed: name the op
-            raise InterpretError(
-                f"{op.name} failed: {type(e).__name__}: {e}\n{describe_op(op)}"
-            ) from e
-        if len(result.values) != len(op.results):
-            raise InterpretError(
-                f"{op.name}: its implementation returned {len(result.values)} "
-                f"values for {len(op.results)} results\n{describe_op(op)}"
-            )
-        for listener in self.listeners:
-            listener.did_interpret_op(op, result.values)
-        return result
+        except Exception as e:
+            if not self._guard.running:
+                raise
+            failed = self._guard.running[-1]
+            if not self.implements(failed):  # e.g. a pipeline's stage, not checked
+                raise InterpretError(_no_impl_message(failed)) from None
+            raise op_failed(failed, e) from e
+        finally:
+            self._guard.running.clear()
+
+
+@functools.cache
+def _probe_functions(op_type: type[Operation]) -> InterpreterFunctions:
+    """``InterpreterFunctions`` implementing ``op_type`` alone (never run)."""
+
+    @impl(op_type)
+    def run(self: Any, interpreter: Interpreter, op: Operation, args: Any) -> Any:
+        raise AssertionError("a probe is never run")
+
+    return register_impls(type("Probe", (InterpreterFunctions,), {"run": run}))()
 
 
 def _check_result_sizes(op: Operation) -> None:
