@@ -15,12 +15,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from io import StringIO
 from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyDenseElement,
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -34,6 +35,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.irdl import base
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import (
@@ -42,7 +44,6 @@ from xdsl.utils.exceptions import (
     ParseError,
 )
 from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from ember.errors import IRError
 
@@ -253,6 +254,34 @@ def format_parse_error(error: ParseError, line_offset: int = 0) -> str:
     return "\n".join(lines)
 
 
+def _may_be_splat(content: str, pos: int) -> bool:
+    """Whether the dense literal at ``pos`` (its ``<``) holds one element:
+    a scalar, a complex, or a hex string no longer than one element
+    (16 bytes: ``complex<f64>``).  Read from the text (skipping blanks and
+    comments as the lexer does), so a big literal goes to xDSL untouched."""
+    if not content.startswith("<", pos):
+        return False
+    pos += 1
+    while True:
+        while pos < len(content) and content[pos] in " \t\r\n":
+            pos += 1
+        if not content.startswith("//", pos):
+            break
+        pos = content.find("\n", pos)
+        if pos < 0:
+            return False
+    if pos >= len(content) or content[pos] in "[>":
+        return False
+    if content[pos] != '"':
+        return True
+    longest = len('"0x"') + 2 * _LARGEST_ELEMENT  # the string's quotes included
+    return content.find('"', pos + 1, pos + longest) >= 0
+
+
+_LARGEST_ELEMENT = 16
+"""Bytes of the largest dense element (``complex<f64>``)."""
+
+
 class LocatingParser(Parser):
     """An xDSL parser that remembers where each operation was written.
 
@@ -298,18 +327,33 @@ class LocatingParser(Parser):
             self._first_forward_use.setdefault(operand.operand_name, operand.span)
         return super().resolve_operand(operand, type)
 
-    def _register_ssa_definition(
-        self, name: str, values: Sequence[SSAValue], span: Span[Any]
-    ) -> None:
-        super()._register_ssa_definition(name, values, span)
-        for index, value in enumerate(values):
-            suffix = f"#{index}" if len(values) > 1 else ""
-            self.value_names[value] = f"%{name}{suffix}"
+    def _name_new_values(self) -> None:
+        """Record how the values defined since the last call were written.
+
+        xDSL's ``ssa_values`` maps each name in scope to its values, in the
+        order they were defined (a region works on a copy of the enclosing
+        scope and restores it on exit).  Called before and after each op,
+        this sees every op result and every block argument of a block that
+        holds an op, newest first, and stops at the first one named already.
+        """
+        for name, values in reversed(self.ssa_values.items()):
+            if values and values[0] in self.value_names:
+                return
+            for index, value in enumerate(values):
+                suffix = f"#{index}" if len(values) > 1 else ""
+                self.value_names[value] = f"%{name}{suffix}"
+
+    def _token_span(self) -> Span[Any]:
+        """The span of the token the parser stands at: from its start
+        (``pos``) to where the lexer stopped after reading it."""
+        return Span(self.pos, self.lexer.pos, self.lexer.input)
 
     def parse_operation(self) -> Operation:
-        first = self._current_token.span
+        self._name_new_values()  # the arguments of the block this op starts
+        first = self._token_span()
         location = self._location_at(first)
         op = super().parse_operation()
+        self._name_new_values()  # the op's results
         line_end = first.input.get_end_of_line(first.start)
         end = max(first.end, min(self.pos, line_end))
         self.op_spans[op] = Span(first.start, end, first.input, self.line_offset)
@@ -346,58 +390,109 @@ class LocatingParser(Parser):
         MLIR stores a splat as its one value; so does ember: the values are
         materialised only where they are needed, through
         :func:`ember.dialects.graph.dense_to_array` and its allocation limit.
-        Everything that is not a splat is xDSL's parser's business.
+        A literal that cannot be a splat (``dense<[…]>``, ``dense<>``, a hex
+        string longer than one element: bound weights) is xDSL's parser's
+        business, decided from the source text before any token is read.
         """
-        start = self.pos
-        splat = self._parse_optional_splat(type)
-        if splat is not None:
-            return splat
-        self._resume_from(start)
-        return super().parse_dense_int_or_fp_elements_attr(type)
-
-    def _parse_optional_splat(
-        self, type: RankedStructure[AnyDenseElement] | None
-    ) -> DenseIntOrFPElementsAttr | None:
-        """``dense<v>`` or ``dense<"0xHEX">`` of one element for a type of many
-        (from ``<``); None, with the position somewhere inside, otherwise."""
+        if not _may_be_splat(self.lexer.input.content, self.pos):
+            return super().parse_dense_int_or_fp_elements_attr(type)
         self.parse_punctuation("<", " in dense attribute")
-        if self._current_token.kind in (MLIRTokenKind.L_SQUARE, MLIRTokenKind.GREATER):
-            return None
+        element_start = self.pos
         hex_text = self.parse_optional_str_literal()
-        element = None if hex_text is not None else self._parse_tensor_literal_element()
-        if self.parse_optional_punctuation(">") is None:
-            return None
+        if hex_text is None:
+            self._step_over_literal_element()
+        element_end = self.pos
+        self.parse_punctuation(">", " in dense attribute")
         if type is None:
-            if self.parse_optional_punctuation(":") is None:
-                return None
-            type = self._parse_dense_literal_type()
-        shape = type.get_shape()
-        if any(d < 0 for d in shape) or math.prod(shape) <= 1:
-            return None
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_type()
         element_type = type.get_element_type()
-        if hex_text is not None:
-            try:
-                data = bytes.fromhex(hex_text.removeprefix("0x"))
-            except ValueError:
-                return None
-            size = element_type.compile_time_size
-            if not hex_text.startswith("0x") or len(data) != size:
-                return None
-        else:
-            assert element is not None
-            value = element.to_type(self, element_type)
-            # A rank-0 type holds exactly one element: xDSL packs (and
-            # normalises integers) without repeating it.
-            one = DenseIntOrFPElementsAttr.from_list(
-                TensorType(element_type, []), [value]  # type: ignore[arg-type]
+        count = math.prod(type.get_shape())
+        if hex_text is None:
+            one = self._convert_element(element_start, element_end, type, count)
+            if count <= 1:
+                return one
+            return DenseIntOrFPElementsAttr(type, BytesAttr(one.data.data))
+        # xDSL's reading of a hex literal, but one element of a type of
+        # many stays one element.
+        try:
+            data = bytes.fromhex(hex_text[2:])
+        except ValueError:
+            self.raise_error("Hex string in denseAttr is invalid")
+        if len(data) == element_type.compile_time_size:
+            if count > 1:
+                return DenseIntOrFPElementsAttr(type, BytesAttr(data))
+            data *= count
+        attr = DenseIntOrFPElementsAttr(type, BytesAttr(data))
+        if count != len(attr):
+            self.raise_error(
+                f"Shape mismatch in dense literal. Expected {count} "
+                f"elements from the type, but got {len(attr)} elements."
             )
-            data = one.data.data
-        return DenseIntOrFPElementsAttr(type, BytesAttr(data))
+        return attr
+
+    def _step_over_literal_element(self) -> None:
+        """Read past one tensor literal element: ``true``, ``false``, a
+        number, or a complex ``(re, im)`` of those (xDSL's grammar)."""
+
+        def scalar() -> bool:
+            if self.parse_optional_boolean() is not None:
+                return True
+            # xDSL gives up at a ``-`` with no number after it.
+            after = self.lexer.input.content[self.pos : self.pos + 64]
+            if after.startswith("-") and not after[1:].lstrip()[:1].isdigit():
+                return False
+            return self.parse_optional_number() is not None
+
+        if self.parse_optional_punctuation("(") is not None:
+            for delimiter in (",", ")"):
+                if not scalar():
+                    self.raise_error("either an int or float must be present")
+                self.parse_punctuation(delimiter)
+        elif not scalar():
+            self.raise_error("Expected either a float, integer, or complex literal")
+
+    def _parse_dense_type(self) -> RankedStructure[AnyDenseElement]:
+        """The type after ``dense<…> :``, checked as xDSL checks it."""
+        type = self.expect(self.parse_optional_type, "Dense attribute must be typed!")
+        if not base(RankedStructure[AnyDenseElement]).verifies(type):
+            self.raise_error(
+                "Expected memref, vector or tensor type of "
+                "integer, index, float, or complex type"
+            )
+        if any(dim == DYNAMIC_INDEX for dim in type.get_shape()):
+            self.raise_error("Dense literal attribute should have a static shape.")
+        return type
+
+    def _convert_element(
+        self,
+        start: int,
+        end: int,
+        type: RankedStructure[AnyDenseElement],
+        count: int,
+    ) -> DenseIntOrFPElementsAttr:
+        """The element written between ``start`` and ``end`` as a dense
+        attribute of ``type`` (of its one element when ``count`` > 1).
+
+        xDSL's public parser converts it (range checks, booleans only for
+        ``i1``, …), reading just ``<element>``; its errors point into this
+        file.
+        """
+        if count > 1:
+            type = TensorType(type.get_element_type(), [])
+        text = "<" + self.lexer.input.content[start:end] + ">"
+        try:
+            return Parser(self.ctx, text).parse_dense_int_or_fp_elements_attr(type)
+        except ParseError as error:
+            shift = start - 1  # the text's ``<`` stands for the source's
+            span = Span(
+                error.span.start + shift, error.span.end + shift, self.lexer.input
+            )
+            raise ParseError(span, error.msg) from None
 
     def current_span(self) -> Span[Any]:
         """The span of the token the parser stopped at (for errors without one)."""
-        token = self._current_token.span
-        return Span(token.start, token.end, token.input, self.line_offset)
+        return dataclasses.replace(self._token_span(), line_offset=self.line_offset)
 
 
 def verify_with_locations(

@@ -149,6 +149,73 @@ def test_a_huge_splat_stays_one_element_through_parse_print_and_passes(
     assert str(ember.parse(out)) == str(module)
 
 
+def test_a_hex_splat_stays_one_element() -> None:
+    module = ember.parse(HUGE_SPLAT.replace("dense<1.0>", 'dense<"0x0000803F">'))
+    (constant, _) = module.body.block.first_op.body.block.ops  # type: ignore[union-attr]
+    assert splat_value(constant.value) == 1.0  # type: ignore[attr-defined]
+    assert len(constant.value.data.data) == 4  # type: ignore[attr-defined]
+
+
+# Dense literals whose value is not a splat of many elements, and malformed
+# ones: ember's parser reads each as xDSL's own parser does (the value, or the
+# error message and its span).
+AS_XDSL_READS_IT = [
+    "dense<1.0> : tensor<1xf32>",
+    "dense<7> : tensor<i64>",
+    "dense<1.0> : tensor<0xf32>",
+    'dense<"0x0000803F"> : tensor<1xf32>',
+    'dense<"0x0000803F"> : tensor<0xf32>',
+    'dense<"0x0000803F"> : tensor<2xf16>',
+    'dense<"0x0100000002000000"> : tensor<2xi32>',
+    'dense<"0x0100000002000000"> : tensor<4xi32>',
+    'dense<"0xZZ"> : tensor<4xi32>',
+    'dense<"abc"> : tensor<2xf16>',
+    "dense<[1.0, 2.0]> : tensor<2xf32>",
+    "dense< // a comment\n [2.0, 1.0] > : tensor<2xf32>",
+    "dense<> : tensor<0xf32>",
+    "dense<1.5> : tensor<4xi32>",
+    "dense<300> : tensor<4xi8>",
+    "dense<true> : tensor<4xi32>",
+    "dense<-1> : tensor<4xui32>",
+    "dense<- true> : tensor<4xi32>",
+    "dense<-x> : tensor<4xi32>",
+    "dense<foo> : tensor<4xi32>",
+    "dense<(1, 2.0)> : tensor<4xcomplex<f32>>",
+    "dense<(1.0, )> : tensor<4xcomplex<f32>>",
+    "dense<(- true, 1)> : tensor<4xcomplex<f32>>",
+    "dense<1> : tensor<?xi32>",
+    "dense<1> : i32",
+    "dense<1> :",
+    "dense<1>",
+    "dense<1.0 : tensor<3xf32>",
+    "dense<1.0, 2.0> : tensor<3xf32>",
+]
+
+
+@pytest.mark.parametrize("literal", AS_XDSL_READS_IT)
+def test_dense_literals_read_as_xdsl_reads_them(literal: str) -> None:
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from ember.context import make_context
+    from ember.ir import LocatingParser
+
+    text = f"%0 = graph.constant {{value = {literal}}} : tensor<4xi32>\n"
+
+    def read(parser: Parser) -> str:
+        try:
+            op = parser.parse_module().body.block.first_op
+        except ParseError as error:
+            return f"{error.msg} at {error.span.start}-{error.span.end}"
+        except ValueError as error:  # an integer out of its type's range
+            return str(error)
+        assert isinstance(op, ConstantOp)
+        return f"{op.value} {op.value.data.data.hex()}"  # type: ignore[attr-defined]
+
+    ctx = make_context()
+    assert read(LocatingParser(ctx, text, "t")) == read(Parser(ctx, text, "t"))
+
+
 @pytest.mark.parametrize("engine", [(), ("--interpret",)], ids=["llvm", "interpret"])
 def test_running_a_huge_splat_is_an_allocation_error(
     engine: tuple[str, ...], tmp_path: Path, capsys: pytest.CaptureFixture[str]

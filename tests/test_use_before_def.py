@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i32
 import ember
 from ember.dialects.graph import AddOp
 from ember.errors import IRError, PassError
-from ember.ir import uses_before_definition
+from ember.ir import parse_source, uses_before_definition
 
 SELF_USE = """
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -105,3 +105,20 @@ def test_values_defined_before_a_nested_region_may_be_used_in_it() -> None:
         """
     )
     assert list(uses_before_definition(module, {})) == []
+
+
+def test_values_are_named_as_written() -> None:
+    """xDSL keeps no name hint for a numeric name: the parser records how
+    each value was written (block arguments, results, a result of many)
+    for the diagnostics to quote."""
+    text = """\
+func.func @main(%1: tensor<4xf32>) -> tensor<4xf32> {
+  %0:2 = graph.call_extern "env.f"(%1) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %2 = graph.add %0#1, %2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %2 : tensor<4xf32>
+}
+"""
+    parsed = parse_source(text, "t.mlir", verify=False)
+    assert list(parsed.value_names.values()) == ["%1", "%0#0", "%0#1", "%2"]
+    with pytest.raises(IRError, match=r"t\.mlir:3:3: error: %2 is used by its own definition"):
+        parse_source(text, "t.mlir")
