@@ -99,6 +99,7 @@ from xdsl.dialects import arith, func, llvm, memref
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     Float16Type,
     Float32Type,
@@ -167,8 +168,33 @@ IEEE_SAFE = llvm.FastMathAttr(
 )
 """The flags that keep IEEE special values: reassociation and FMA contraction."""
 
-NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+NSW = IntegerAttr(llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP]).to_int(), 32)
+"""``nsw``, as the attribute the integer ops hold: made once, not converted
+from an ``OverflowAttr`` for every op (attributes are verified as made)."""
+
 PTR = llvm.LLVMPointerType()
+
+_ICMP_PREDICATES = {flag: IntegerAttr(flag.to_int(), i64) for flag in llvm.ICmpPredicateFlag}
+
+_INBOUNDS_GEP = {
+    "rawConstantIndices": DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL]),
+    "noWrapFlags": IntegerAttr(0, 32),
+    "inbounds": UnitAttr(),
+}
+"""The properties of ``getelementptr inbounds T, ptr %base, i64 %offset``
+but its element type, made once (:func:`_element_address`)."""
+
+
+def _element_address(base: SSAValue, offset: SSAValue, element: Attribute) -> llvm.GEPOp:
+    """``getelementptr inbounds element, ptr base, i64 offset``: the op that
+    ``llvm.GEPOp(base, [GEP_USE_SSA_VAL], element, ssa_indices=[offset],
+    inbounds=True)`` builds, without making and verifying its attributes
+    again for each of a kernel's accesses."""
+    return llvm.GEPOp.create(
+        operands=[base, offset],
+        result_types=[PTR],
+        properties={**_INBOUNDS_GEP, "elem_type": element},
+    )
 
 _FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
@@ -347,7 +373,7 @@ class _KernelTranslator:
     def _icmp(
         self, predicate: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue
     ) -> SSAValue:
-        return self._emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(predicate.to_int(), i64)))
+        return self._emit(llvm.ICmpOp(lhs, rhs, _ICMP_PREDICATES[predicate]))
 
     def _declare(self, name: str) -> None:
         self.declarations.externals[name] = OPENMP_ENTRY_POINTS[name]
@@ -706,13 +732,7 @@ class _KernelTranslator:
                 else self._emit(llvm.AddOp(offset, constant, overflow=NSW))
             )
         return self._emit(
-            llvm.GEPOp(
-                self._operand(op.memref),
-                [llvm.GEP_USE_SSA_VAL],
-                t.get_element_type(),
-                ssa_indices=[offset],
-                inbounds=True,
-            )
+            _element_address(self._operand(op.memref), offset, t.get_element_type())
         )
 
     def _check_bounds(
