@@ -152,7 +152,9 @@ def _check_llvm_only(module: ModuleOp) -> None:
 def translate(module: ModuleOp, target: Target = Target()) -> str:
     """llvm-dialect module → LLVM IR text (xDSL's translator), unoptimised.
 
-    xDSL's translator drops ``passthrough``; it is added here."""
+    xDSL's translator drops ``passthrough``; it is added here, as MLIR
+    reads it: a bare name LLVM knows (``"optsize"``) is that attribute,
+    any other entry a string attribute."""
     from xdsl.backend.llvm.convert import convert_module
 
     machine = _shared_target_machine(target)
@@ -166,9 +168,16 @@ def translate(module: ModuleOp, target: Target = Target()) -> str:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     for op in module.ops:
         if isinstance(op, llvm_dialect.FuncOp) and op.passthrough is not None:
-            with_string_attributes(
-                ir_module.get_global(op.sym_name.data), _passthrough(op.passthrough)
-            )
+            function = ir_module.get_global(op.sym_name.data)
+            strings = _passthrough(op.passthrough)
+            for name, value in list(strings.items()):
+                if value is None:
+                    try:
+                        function.attributes.add(name)
+                    except ValueError:  # not one of LLVM's enum attributes
+                        continue
+                    del strings[name]
+            with_string_attributes(function, strings)
     return str(ir_module)
 
 

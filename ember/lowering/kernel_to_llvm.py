@@ -1011,12 +1011,20 @@ def loop_work(loop: ForOp) -> int:
     return loop.trip_count * ops_in(loop.body.block)
 
 
+def kernel_work(kernel: func.FuncOp) -> int:
+    """The ops one call of ``kernel`` executes (:func:`loop_work` of its loops)."""
+    return sum(
+        loop_work(op) if isinstance(op, ForOp) else 1 for op in kernel.body.block.ops
+    )
+
+
 def lower_kernels_to_llvm(
     module: ModuleOp,
     *,
     bounds_check: bool = False,
     fast_math: bool = False,
     min_parallel_work: int = 0,
+    cold_work_fraction: float = 0.0,
 ) -> None:
     """Replace every kernel of ``module`` by its ``llvm.func``, in place.
 
@@ -1030,7 +1038,10 @@ def lower_kernels_to_llvm(
     library and OpenMP functions, and the thread-count global, are declared
     once, at the end.  ``bounds_check`` tests the accesses not proven in
     bounds at run time (see the module docstring); parallel loops of fewer
-    than ``min_parallel_work`` ops (:func:`loop_work`) stay serial.
+    than ``min_parallel_work`` ops (:func:`loop_work`) stay serial.  A
+    kernel doing less than ``cold_work_fraction`` of all the kernels' work
+    is marked ``passthrough = ["optsize"]``, with the functions outlined
+    from it (:data:`~ember.lowering.COLD_WORK_FRACTION`).
     """
     if min_parallel_work < 0:
         raise PassError(
@@ -1046,7 +1057,11 @@ def lower_kernels_to_llvm(
         lowered.append(
             (kernel, [replacement, *declarations.outlined[outlined_before:]])
         )
-    for kernel, replacements in lowered:
+    works = [kernel_work(kernel) for kernel, _ in lowered]
+    for (kernel, replacements), work in zip(lowered, works):
+        if work < cold_work_fraction * sum(works):
+            for function in replacements:
+                function.passthrough = ArrayAttr([StringAttr("optsize")])
         module.body.block.insert_ops_before(replacements, kernel)
         module.body.block.erase_op(kernel)
     declared = {
@@ -1081,9 +1096,11 @@ VECTOR_WIDTH_ATTRIBUTES = ("prefer-vector-width", "min-legal-vector-width")
 
 def set_vector_width(module: ModuleOp, bits: int) -> None:
     """Ask LLVM for ``bits``-wide vectors in every function ``module`` defines
-    (``passthrough = [["prefer-vector-width", "512"], …]``), in place."""
+    (``passthrough = [["prefer-vector-width", "512"], …]`` after any it
+    has), in place."""
     width = StringAttr(str(bits))
     attributes = [ArrayAttr([StringAttr(name), width]) for name in VECTOR_WIDTH_ATTRIBUTES]
     for op in module.ops:
         if isinstance(op, llvm.FuncOp) and op.body.blocks:
-            op.passthrough = ArrayAttr(attributes)
+            kept = [] if op.passthrough is None else op.passthrough.data
+            op.passthrough = ArrayAttr([*kept, *attributes])
