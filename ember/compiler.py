@@ -135,6 +135,7 @@ def to_llvm_dialect(
     (a copy; ``kernel`` itself with ``copy=False``)."""
     from xdsl.dialects import func
 
+    from ember.lowering import COLD_WORK_FRACTION
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
     from ember.lowering.merge_functions import merge_identical_functions
     from ember.lowering.program_to_llvm import lower_program_to_llvm
@@ -156,6 +157,7 @@ def to_llvm_dialect(
         bounds_check=options.bounds_check,
         fast_math=options.fast_math,
         min_parallel_work=options.min_parallel_work,
+        cold_work_fraction=COLD_WORK_FRACTION,
     )
     # Kernels and outlined loops that came out the same are compiled once.
     merge_identical_functions(lowered, keep=(layout.symbol, layout.profile_symbol))

@@ -9,6 +9,7 @@ load in a fresh process, and every error a user can cause.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -102,6 +103,20 @@ def mlp_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 def numpy_mlp(x: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
     return np.maximum(x @ p["w0"].T + p["b0"], 0) @ p["w1"].T + p["b1"]
+
+
+def test_outlined_loop_bodies_are_optimised_once() -> None:
+    """The LLVM pipeline does not inline a kernel's outlined parallel loop
+    into its callers (ember.backends.cpu.INLINE_THRESHOLD): each body is
+    optimised once and called by the kernel's serial path and by the
+    thread worker (at O3's default threshold both calls were inlined)."""
+    module, params = workloads.get("convbnrelu")
+    llvm_ir = ember.build(module, target="llvm", params=params, cache=False).llvm_ir
+    bodies = re.findall(r'^define [^@]*@"?(\w+__parallel\d+_body)"?\(', llvm_ir, re.M)
+    assert bodies
+    for body in bodies:
+        callers = re.findall(rf'call [^@]*@"?{body}"?\(', llvm_ir)
+        assert len(callers) == 2, (body, len(callers))
 
 
 def test_seed_003_program_from_text(env_functions: None) -> None:

@@ -306,3 +306,80 @@ def test_constant_indices_fold_into_the_address() -> None:
     x, y = _random((4,)), np.zeros((2, 4), np.float32)
     compile_llvm(module).run("row1", x, y)
     np.testing.assert_array_equal(y, np.stack([np.zeros(4, np.float32), x]))
+
+
+def test_access_and_overflow_attributes_are_made_once() -> None:
+    """Every access's ``getelementptr`` and every ``nsw`` add and multiply
+    share attributes made once (xDSL makes and verifies them anew for each
+    op it constructs: most of the lowering's time on ResNet-18), and the
+    address is the op xDSL's own constructor builds."""
+    from xdsl.dialects import llvm
+
+    module = ember.parse(matmul_kernel(8, 16, 8))
+    lower_kernels_to_llvm(module)
+    (function,) = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks]
+    addresses = [op for op in function.body.walk() if isinstance(op, llvm.GEPOp)]
+    flags = [
+        op.properties["overflowFlags"]
+        for op in function.body.walk()
+        if isinstance(op, llvm.AddOp | llvm.MulOp)
+    ]
+    assert len(addresses) > 1 and len(flags) > 1
+    for key in ("rawConstantIndices", "noWrapFlags", "inbounds"):
+        assert all(op.properties[key] is addresses[0].properties[key] for op in addresses), key
+    assert all(flag is flags[0] for flag in flags)
+    address = addresses[0]
+    address.verify()
+    reference = llvm.GEPOp(
+        address.ptr,
+        [llvm.GEP_USE_SSA_VAL],
+        address.elem_type,
+        ssa_indices=list(address.ssa_indices),
+        inbounds=True,
+    )
+    assert reference.is_structurally_equivalent(address)
+
+
+def test_kernels_with_a_negligible_share_of_the_work_are_compiled_for_size() -> None:
+    """A kernel doing less than ``cold_work_fraction`` of the program's work
+    gets LLVM's ``optsize`` (no vectorising and unrolling it cannot repay),
+    as do the functions outlined from it; the others keep full O3, and a
+    kernel alone in its program is never cold."""
+    from xdsl.dialects import llvm
+
+    from ember.backends.cpu import optimize, translate
+    from ember.lowering import COLD_WORK_FRACTION
+    from ember.lowering.kernel_to_llvm import kernel_work, set_vector_width
+
+    def attributes(module: ModuleOp) -> dict[str, set[str]]:
+        """Each defined function's attributes after O3 (names and keys)."""
+        set_vector_width(module, 256)
+        parsed = llvmlite.binding.parse_assembly(optimize(translate(module)))
+        return {
+            f.name: {
+                word.split("=")[0]
+                for attribute in f.attributes
+                for word in attribute.decode().split()
+            }
+            for f in parsed.functions
+            if not f.is_declaration
+        }
+
+    tiny = matmul_kernel(1, 8, 1).replace("@matmul", "@tiny")
+    module = ember.parse(matmul_kernel(64, 64, 64) + tiny)
+    works = {f.sym_name.data: kernel_work(f) for f in module.ops if hasattr(f, "sym_name")}
+    assert works["tiny"] < COLD_WORK_FRACTION * sum(works.values())
+    lower_kernels_to_llvm(module, cold_work_fraction=COLD_WORK_FRACTION)
+    passthrough = {
+        op.sym_name.data: op.passthrough
+        for op in module.ops
+        if isinstance(op, llvm.FuncOp) and op.body.blocks
+    }
+    assert str(passthrough["tiny"]) == '["optsize"]' and passthrough["matmul"] is None
+    compiled = attributes(module)
+    assert "optsize" in compiled["tiny"] and "optsize" not in compiled["matmul"]
+    assert '"prefer-vector-width"' in compiled["tiny"]
+
+    alone = ember.parse(tiny)
+    lower_kernels_to_llvm(alone, cold_work_fraction=COLD_WORK_FRACTION)
+    assert "optsize" not in attributes(alone)["tiny"]

@@ -99,6 +99,7 @@ from xdsl.dialects import arith, func, llvm, memref
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     Float16Type,
     Float32Type,
@@ -167,8 +168,33 @@ IEEE_SAFE = llvm.FastMathAttr(
 )
 """The flags that keep IEEE special values: reassociation and FMA contraction."""
 
-NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+NSW = IntegerAttr(llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP]).to_int(), 32)
+"""``nsw``, as the attribute the integer ops hold: made once, not converted
+from an ``OverflowAttr`` for every op (attributes are verified as made)."""
+
 PTR = llvm.LLVMPointerType()
+
+_ICMP_PREDICATES = {flag: IntegerAttr(flag.to_int(), i64) for flag in llvm.ICmpPredicateFlag}
+
+_INBOUNDS_GEP = {
+    "rawConstantIndices": DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL]),
+    "noWrapFlags": IntegerAttr(0, 32),
+    "inbounds": UnitAttr(),
+}
+"""The properties of ``getelementptr inbounds T, ptr %base, i64 %offset``
+but its element type, made once (:func:`_element_address`)."""
+
+
+def _element_address(base: SSAValue, offset: SSAValue, element: Attribute) -> llvm.GEPOp:
+    """``getelementptr inbounds element, ptr base, i64 offset``: the op that
+    ``llvm.GEPOp(base, [GEP_USE_SSA_VAL], element, ssa_indices=[offset],
+    inbounds=True)`` builds, without making and verifying its attributes
+    again for each of a kernel's accesses."""
+    return llvm.GEPOp.create(
+        operands=[base, offset],
+        result_types=[PTR],
+        properties={**_INBOUNDS_GEP, "elem_type": element},
+    )
 
 _FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
@@ -347,7 +373,7 @@ class _KernelTranslator:
     def _icmp(
         self, predicate: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue
     ) -> SSAValue:
-        return self._emit(llvm.ICmpOp(lhs, rhs, IntegerAttr(predicate.to_int(), i64)))
+        return self._emit(llvm.ICmpOp(lhs, rhs, _ICMP_PREDICATES[predicate]))
 
     def _declare(self, name: str) -> None:
         self.declarations.externals[name] = OPENMP_ENTRY_POINTS[name]
@@ -706,13 +732,7 @@ class _KernelTranslator:
                 else self._emit(llvm.AddOp(offset, constant, overflow=NSW))
             )
         return self._emit(
-            llvm.GEPOp(
-                self._operand(op.memref),
-                [llvm.GEP_USE_SSA_VAL],
-                t.get_element_type(),
-                ssa_indices=[offset],
-                inbounds=True,
-            )
+            _element_address(self._operand(op.memref), offset, t.get_element_type())
         )
 
     def _check_bounds(
@@ -991,12 +1011,20 @@ def loop_work(loop: ForOp) -> int:
     return loop.trip_count * ops_in(loop.body.block)
 
 
+def kernel_work(kernel: func.FuncOp) -> int:
+    """The ops one call of ``kernel`` executes (:func:`loop_work` of its loops)."""
+    return sum(
+        loop_work(op) if isinstance(op, ForOp) else 1 for op in kernel.body.block.ops
+    )
+
+
 def lower_kernels_to_llvm(
     module: ModuleOp,
     *,
     bounds_check: bool = False,
     fast_math: bool = False,
     min_parallel_work: int = 0,
+    cold_work_fraction: float = 0.0,
 ) -> None:
     """Replace every kernel of ``module`` by its ``llvm.func``, in place.
 
@@ -1010,7 +1038,10 @@ def lower_kernels_to_llvm(
     library and OpenMP functions, and the thread-count global, are declared
     once, at the end.  ``bounds_check`` tests the accesses not proven in
     bounds at run time (see the module docstring); parallel loops of fewer
-    than ``min_parallel_work`` ops (:func:`loop_work`) stay serial.
+    than ``min_parallel_work`` ops (:func:`loop_work`) stay serial.  A
+    kernel doing less than ``cold_work_fraction`` of all the kernels' work
+    is marked ``passthrough = ["optsize"]``, with the functions outlined
+    from it (:data:`~ember.lowering.COLD_WORK_FRACTION`).
     """
     if min_parallel_work < 0:
         raise PassError(
@@ -1026,7 +1057,11 @@ def lower_kernels_to_llvm(
         lowered.append(
             (kernel, [replacement, *declarations.outlined[outlined_before:]])
         )
-    for kernel, replacements in lowered:
+    works = [kernel_work(kernel) for kernel, _ in lowered]
+    for (kernel, replacements), work in zip(lowered, works):
+        if work < cold_work_fraction * sum(works):
+            for function in replacements:
+                function.passthrough = ArrayAttr([StringAttr("optsize")])
         module.body.block.insert_ops_before(replacements, kernel)
         module.body.block.erase_op(kernel)
     declared = {
@@ -1061,9 +1096,11 @@ VECTOR_WIDTH_ATTRIBUTES = ("prefer-vector-width", "min-legal-vector-width")
 
 def set_vector_width(module: ModuleOp, bits: int) -> None:
     """Ask LLVM for ``bits``-wide vectors in every function ``module`` defines
-    (``passthrough = [["prefer-vector-width", "512"], …]``), in place."""
+    (``passthrough = [["prefer-vector-width", "512"], …]`` after any it
+    has), in place."""
     width = StringAttr(str(bits))
     attributes = [ArrayAttr([StringAttr(name), width]) for name in VECTOR_WIDTH_ATTRIBUTES]
     for op in module.ops:
         if isinstance(op, llvm.FuncOp) and op.body.blocks:
-            op.passthrough = ArrayAttr(attributes)
+            kept = [] if op.passthrough is None else op.passthrough.data
+            op.passthrough = ArrayAttr([*kept, *attributes])
