@@ -73,16 +73,18 @@ class CpuBackend(Backend):
         params: Mapping[str, np.ndarray],
         options: Any = None,
     ) -> Artifact:
-        """Compile ``module`` (owned by the callee: it is lowered in place);
-        ``options`` (:class:`ember.compiler.CompileOptions`) changes the
-        graph pipeline, e.g. to measure fusion on and off."""
+        """Compile ``module`` (owned by the callee: it is lowered in place)
+        with ``params`` (handed over too: no reference is kept once they are
+        bound, so a weight the caller does not hold is freed as soon as it
+        is folded or packed); ``options``
+        (:class:`ember.compiler.CompileOptions`) changes the graph
+        pipeline, e.g. to measure fusion on and off."""
         from ember import compiler, driver
         from ember.runtime.memory import release_free_memory
 
-        ir = module
-        del module
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
-        externs = extern_function_names(ir)
+        externs = extern_function_names(module)
+        names = tuple(params)
         # Each stage lowers the last in place, and the dead IR (cycles: ops
         # point at their parents) and the heap pages it held are released
         # between stages: the weights then live only in the packed blob,
@@ -94,21 +96,22 @@ class CpuBackend(Backend):
             if sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
             else lambda: None
         )
+        handed = [module, params]
+        del module, params
         program = driver.lower(
-            ir,
+            handed.pop(0),
             driver.ARTIFACT_INPUT,
-            params,
+            handed.pop(),
             options,
             annotate=True,
             copy=False,
             after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
         )
-        del ir
         layout = program.layout
         layout.params = [
             BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
             for spec in signature.inputs
-            if spec.name in params
+            if spec.name in names
         ]
         blob = pack_constants(layout, program.constants)  # empties the list
         program.module.body.block.add_op(_digest_global(layout))
@@ -119,7 +122,7 @@ class CpuBackend(Backend):
         llvm_ir, obj = emit_ir_object(llvm_ir, options.target)
         release()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
-        return Artifact(self.kind, signature, tuple(params), externs, code)
+        return Artifact(self.kind, signature, names, externs, code)
 
 
 def _digest_global(layout: ProgramLayout) -> Operation:
