@@ -174,6 +174,28 @@ def test_weights_the_caller_lets_go_are_freed_before_llvm_runs(at_llvm) -> None:
     np.testing.assert_array_equal(run(temporary, x), run(lib, x))
 
 
+def test_llvm_runs_in_contexts_the_build_disposes(monkeypatch) -> None:
+    """Each LLVM module is parsed into a context of its own, disposed with
+    everything LLVM uniqued in it; the global context would keep them."""
+    import llvmlite.binding as llvm
+
+    created = []
+    create = llvm.create_context
+
+    def spy():
+        created.append(create())
+        return created[-1]
+
+    monkeypatch.setattr(llvm, "create_context", spy)
+    text, params = chain_network(layers=2, width=16)
+    lib = ember.build(text, "llvm", params=params, cache=False)
+    assert len(created) == 2  # one to optimise, one to generate code
+    assert all(context.closed for context in created)
+    x = np.random.default_rng(3).standard_normal((1, 16)).astype(np.float32)
+    expected = ember.interpret(ember.bind_params(ember.parse(text), params), "main", x)[0]
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-5)
+
+
 # -- weights once: the artifact holds the packed constants and nothing else ------
 
 

@@ -27,7 +27,8 @@ for, :func:`~ember.target.with_string_attributes`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -193,16 +194,33 @@ def _passthrough(attribute: ArrayAttr) -> dict[str, str | None]:
 def optimize(llvm_ir: str, target: Target = Target()) -> str:
     """LLVM IR text → O3-optimised IR text for ``target``'s CPU."""
     llvm = _llvm()
-    parsed = llvm.parse_assembly(llvm_ir)
-    parsed.verify()
-    tuning = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
-    tuning.loop_vectorization = True
-    tuning.slp_vectorization = True
-    tuning.loop_unrolling = True
-    tuning.loop_interleaving = True
-    builder = llvm.create_pass_builder(_shared_target_machine(target), tuning)
-    builder.getModulePassManager().run(parsed, builder)
-    return str(parsed)
+    with _private_module(llvm_ir) as parsed:
+        parsed.verify()
+        tuning = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
+        tuning.loop_vectorization = True
+        tuning.slp_vectorization = True
+        tuning.loop_unrolling = True
+        tuning.loop_interleaving = True
+        builder = llvm.create_pass_builder(_shared_target_machine(target), tuning)
+        builder.getModulePassManager().run(parsed, builder)
+        return str(parsed)
+
+
+@contextmanager
+def _private_module(llvm_ir: str) -> Iterator[Any]:
+    """``llvm_ir`` parsed in an LLVM context of its own, which is disposed,
+    with the module, on exit: the types, constants and metadata LLVM
+    uniques in a context are freed with it, where the global context would
+    keep every build's for the life of the process."""
+    context = _llvm().create_context()
+    try:
+        module = _llvm().parse_assembly(llvm_ir, context)
+        try:
+            yield module
+        finally:
+            module.close()  # before its context
+    finally:
+        context.close()
 
 
 def emit_object(module: ModuleOp, target: Target = Target()) -> tuple[str, bytes]:
@@ -218,7 +236,8 @@ def emit_ir_object(llvm_ir: str, target: Target = Target()) -> tuple[str, bytes]
     first, so that it and LLVM's module are not in memory together."""
     try:
         llvm_ir = optimize(llvm_ir, target)
-        obj = _shared_target_machine(target).emit_object(_llvm().parse_assembly(llvm_ir))
+        with _private_module(llvm_ir) as optimized:
+            obj = _shared_target_machine(target).emit_object(optimized)
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     return llvm_ir, obj
