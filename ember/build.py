@@ -156,6 +156,7 @@ def build(
     # A backend that compiles the params into its own constants copies them
     # there; only one that keeps them (interp) needs a private copy first.
     bound = _bind_params(signature, params, copy=backend.keeps_params)
+    del params  # what the build reads is ``bound``, handed to the backend below
     sites = _extern_sites(ir)
     if not isinstance(fast_math, bool):
         raise RuntimeFailure(f"fast_math must be True or False, got {fast_math!r}")
@@ -187,7 +188,12 @@ def build(
     if libs:
         ir, bound = _offload(ir, entry, bound, libs), {}
         signature = signature_of(ir, entry)
-    lib = backend.build(ir.clone(), signature, bound, compile_options)
+    # The backend gets the only reference to ``bound``: a weight the caller
+    # does not hold (a temporary dict, np.load's archive) is freed once the
+    # build has folded or packed it, not at the end of the build.
+    handed = [bound]
+    del bound
+    lib = backend.build(ir.clone(), signature, handed.pop(), compile_options)
     if sites:
         lib.extern_sites = sites
     if key is not None:

@@ -88,6 +88,9 @@ def _bind(module: ModuleOp, compilation: Compilation) -> ModuleOp:
 
     if compilation.params:
         bind_params_in_place(module, compilation.params, compilation.options.entry)
+    # The module's constants hold the arrays now: a weight the graph and
+    # kernel stages fold or repack is freed then, unless the caller keeps it.
+    compilation.params = {}
     return module
 
 
@@ -246,7 +249,7 @@ def lower(
     compilation = Compilation(params or {}, options or CompileOptions(), annotate, copy)
     printing = _PRINT_AFTER.get()
     result: Any = module
-    del module  # with copy=False, the stages' result is the only reference
+    del module, params  # with copy=False, the stages' result is the only reference
     for stage in STAGES[: last + 1]:
         result = stage.run(result, compilation)
         if printing is not None and stage.name in printing[0]:

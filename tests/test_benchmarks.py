@@ -326,7 +326,7 @@ def test_memory_script_end_to_end(tmp_path: Path) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     rows = json.loads(report.read_text())
-    assert [row["way"] for row in rows] == ["ember-build", "ember-load", "onnxruntime"]
+    assert [row["way"] for row in rows] == ["ember-build", "ember-npz", "ember-load", "onnxruntime"]
     for row in rows:
         if "error" in row:  # onnxruntime not installed: said so, not hidden
             assert row["way"] == "onnxruntime" and "not installed" in row["error"]

@@ -110,6 +110,92 @@ def test_the_build_keeps_neither_the_params_nor_its_ir() -> None:
     assert lib.params == {} and lib.param_names == ("w0", "w1", "w2")
 
 
+class AtLlvm:
+    """What is alive when the build hands its IR text to LLVM, after a full
+    collection (so that only what something still refers to counts): live
+    xDSL ops, and whether each array watched in ``arrays`` is alive."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, list[bool]]] = []
+        self.arrays: list[weakref.ref] = []
+
+    def record(self) -> None:
+        from xdsl.ir import Operation
+
+        self.seen.append((_live(Operation), [ref() is not None for ref in self.arrays]))
+
+
+@pytest.fixture
+def at_llvm(monkeypatch) -> AtLlvm:
+    from ember.backends import cpu
+
+    watch = AtLlvm()
+    emit = cpu.emit_ir_object
+
+    def spy(*args, **kwargs):
+        watch.record()
+        return emit(*args, **kwargs)
+
+    monkeypatch.setattr(cpu, "emit_ir_object", spy)
+    return watch
+
+
+def test_no_ir_stage_is_alive_while_llvm_runs(at_llvm) -> None:
+    from xdsl.ir import Operation
+
+    text, params = chain_network(layers=3, width=32)
+    module = ember.parse(text)
+    ops = _live(Operation)
+    lib = ember.build(module, "llvm", params=params, cache=False)
+    # Only the caller's module: the stages the build lowered its copy into
+    # (graph, kernel, llvm dialect: thousands of ops) are gone by then.
+    assert at_llvm.seen == [(ops, [])]
+    x = np.random.default_rng(1).standard_normal((1, 32)).astype(np.float32)
+    expected = ember.interpret(ember.bind_params(ember.parse(text), params), "main", x)[0]
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_weights_the_caller_lets_go_are_freed_before_llvm_runs(at_llvm) -> None:
+    """Params the caller does not hold (a temporary dict, np.load's archive)
+    live only until the build has packed them, not while LLVM runs."""
+    text, params = chain_network(layers=3, width=32)
+
+    def watched() -> dict[str, np.ndarray]:
+        fresh = {name: array.copy() for name, array in params.items()}
+        at_llvm.arrays[:] = [weakref.ref(array) for array in fresh.values()]
+        return fresh
+
+    held = watched()
+    lib = ember.build(text, "llvm", params=held, cache=False)
+    assert at_llvm.seen[-1][1] == [True] * 3  # the caller holds them
+    temporary = ember.build(text, "llvm", params=watched(), cache=False)
+    assert at_llvm.seen[-1][1] == [False] * 3
+    x = np.random.default_rng(2).standard_normal((1, 32)).astype(np.float32)
+    np.testing.assert_array_equal(run(temporary, x), run(lib, x))
+
+
+def test_llvm_runs_in_contexts_the_build_disposes(monkeypatch) -> None:
+    """Each LLVM module is parsed into a context of its own, disposed with
+    everything LLVM uniqued in it; the global context would keep them."""
+    import llvmlite.binding as llvm
+
+    created = []
+    create = llvm.create_context
+
+    def spy():
+        created.append(create())
+        return created[-1]
+
+    monkeypatch.setattr(llvm, "create_context", spy)
+    text, params = chain_network(layers=2, width=16)
+    lib = ember.build(text, "llvm", params=params, cache=False)
+    assert len(created) == 2  # one to optimise, one to generate code
+    assert all(context.closed for context in created)
+    x = np.random.default_rng(3).standard_normal((1, 16)).astype(np.float32)
+    expected = ember.interpret(ember.bind_params(ember.parse(text), params), "main", x)[0]
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-5)
+
+
 # -- weights once: the artifact holds the packed constants and nothing else ------
 
 

@@ -98,8 +98,14 @@ class Backend(ABC):
         params: Mapping[str, np.ndarray],
         options: Any = None,
     ) -> Module:
-        """``load(compile(…))``."""
-        return self.load(self.compile(module, signature, params, options))
+        """``load(compile(…))``.  ``module`` and ``params`` are handed
+        over: this frame keeps no reference to them, so that the IR stages
+        compile lowers the module into, and params it has bound, are freed
+        once compile lets go of them (a local here would keep the whole
+        llvm-dialect module and every weight alive while LLVM runs)."""
+        handed = [module, params]
+        del module, params
+        return self.load(self.compile(handed.pop(0), signature, handed.pop(), options))
 
 
 class ModuleBackend(Backend):

@@ -27,7 +27,8 @@ for, :func:`~ember.target.with_string_attributes`).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -75,16 +76,18 @@ class CpuBackend(Backend):
         params: Mapping[str, np.ndarray],
         options: Any = None,
     ) -> Artifact:
-        """Compile ``module`` (owned by the callee: it is lowered in place);
-        ``options`` (:class:`ember.compiler.CompileOptions`) changes the
-        graph pipeline, e.g. to measure fusion on and off."""
+        """Compile ``module`` (owned by the callee: it is lowered in place)
+        with ``params`` (handed over too: no reference is kept once they are
+        bound, so a weight the caller does not hold is freed as soon as it
+        is folded or packed); ``options``
+        (:class:`ember.compiler.CompileOptions`) changes the graph
+        pipeline, e.g. to measure fusion on and off."""
         from ember import compiler, driver
         from ember.runtime.memory import release_free_memory
 
-        ir = module
-        del module
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
-        externs = extern_function_names(ir)
+        externs = extern_function_names(module)
+        names = tuple(params)
         # Each stage lowers the last in place, and the dead IR (cycles: ops
         # point at their parents) and the heap pages it held are released
         # between stages: the weights then live only in the packed blob,
@@ -96,21 +99,22 @@ class CpuBackend(Backend):
             if sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
             else lambda: None
         )
+        handed = [module, params]
+        del module, params
         program = driver.lower(
-            ir,
+            handed.pop(0),
             driver.ARTIFACT_INPUT,
-            params,
+            handed.pop(),
             options,
             annotate=True,
             copy=False,
             after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
         )
-        del ir
         layout = program.layout
         layout.params = [
             BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
             for spec in signature.inputs
-            if spec.name in params
+            if spec.name in names
         ]
         blob = pack_constants(layout, program.constants)  # empties the list
         program.module.body.block.add_op(_digest_global(layout))
@@ -121,7 +125,7 @@ class CpuBackend(Backend):
         llvm_ir, obj = emit_ir_object(llvm_ir, options.target)
         release()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
-        return Artifact(self.kind, signature, tuple(params), externs, code)
+        return Artifact(self.kind, signature, names, externs, code)
 
 
 def _digest_global(layout: ProgramLayout) -> Operation:
@@ -230,12 +234,30 @@ def pipeline_tuning() -> Any:
 def optimize(llvm_ir: str, target: Target = Target()) -> str:
     """LLVM IR text → O3-optimised IR text for ``target``'s CPU
     (:func:`pipeline_tuning`)."""
-    llvm = _llvm()
-    parsed = llvm.parse_assembly(llvm_ir)
-    parsed.verify()
-    builder = llvm.create_pass_builder(_shared_target_machine(target), pipeline_tuning())
-    builder.getModulePassManager().run(parsed, builder)
-    return str(parsed)
+    with _private_module(llvm_ir) as parsed:
+        parsed.verify()
+        builder = _llvm().create_pass_builder(
+            _shared_target_machine(target), pipeline_tuning()
+        )
+        builder.getModulePassManager().run(parsed, builder)
+        return str(parsed)
+
+
+@contextmanager
+def _private_module(llvm_ir: str) -> Iterator[Any]:
+    """``llvm_ir`` parsed in an LLVM context of its own, which is disposed,
+    with the module, on exit: the types, constants and metadata LLVM
+    uniques in a context are freed with it, where the global context would
+    keep every build's for the life of the process."""
+    context = _llvm().create_context()
+    try:
+        module = _llvm().parse_assembly(llvm_ir, context)
+        try:
+            yield module
+        finally:
+            module.close()  # before its context
+    finally:
+        context.close()
 
 
 def emit_object(module: ModuleOp, target: Target = Target()) -> tuple[str, bytes]:
@@ -251,7 +273,8 @@ def emit_ir_object(llvm_ir: str, target: Target = Target()) -> tuple[str, bytes]
     first, so that it and LLVM's module are not in memory together."""
     try:
         llvm_ir = optimize(llvm_ir, target)
-        obj = _shared_target_machine(target).emit_object(_llvm().parse_assembly(llvm_ir))
+        with _private_module(llvm_ir) as optimized:
+            obj = _shared_target_machine(target).emit_object(optimized)
     except (RuntimeError, NotImplementedError) as e:
         raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
     return llvm_ir, obj
