@@ -237,6 +237,21 @@ def test_channel_is_a_bounded_fifo_that_loses_no_wake_up():
     assert type(empty.value).__name__ == "Empty"
 
 
+def test_outputs_from_blocks_stay_the_callers_own(three_stages):
+    """Global outputs are carved from blocks shared by many inputs: every
+    one is a distinct array that later inputs never write (kept as NDArrays
+    here, not copied out)."""
+    module, lib = three_stages
+    inputs = [np.full(4, i - 50, np.float32) for i in range(100)]
+    with PipelineModule(lib, inline=False) as pipe:
+        kept = [outputs[0] for outputs in pipe.map(inputs)]
+        kept += [outputs[0] for outputs in pipe.map(inputs[:40])]
+    assert len({array.data_ptr for array in kept}) == 140
+    for data, got in zip(inputs + inputs[:40], kept):
+        expected = ember.interpret(module, "main", data)[0]
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+
+
 def test_inline_must_be_a_bool_or_none(three_stages):
     with pytest.raises(ember.pipeline.PipelineError, match="inline must be True, False or None"):
         PipelineModule(three_stages[1], inline="yes")

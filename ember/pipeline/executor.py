@@ -12,8 +12,8 @@ next result — over a :class:`~ember.pipeline.build.PipelineLibrary`::
 How it runs
 -----------
 One Python thread per stage, started on the first pipelined ``run()``,
-joined by bounded channels (a ``deque`` that takes a lock only when a side
-must sleep, after a short poll): while stage 1 works on input *n*, stage 0
+joined by bounded channels (C queues whose waits sleep with the GIL
+released): while stage 1 works on input *n*, stage 0
 works on input *n + 1*.  Threads are enough: compiled stages run native
 code through ctypes, which releases the GIL.  Each item carries its input
 index and one slot per value flowing down the pipeline.  Values between
@@ -277,14 +277,47 @@ class _BufferPool:
         self.free.append(buffer)
 
 
+OUTPUT_BLOCK_BYTES = 1 << 20
+"""Global outputs are carved from blocks of at most this many bytes (and
+at most :data:`OUTPUT_BLOCK_ROWS` outputs): one allocation for many
+inputs.  An output the caller keeps keeps its block alive."""
+
+OUTPUT_BLOCK_ROWS = 32
+
+
+class _OutputRows:
+    """New arrays for one global output, which the caller keeps: taken from
+    a block of them allocated at once (``host_rows``), a list pop per input
+    where a fresh ``nd.empty`` costs tens of microseconds of Python."""
+
+    __slots__ = ("dtype", "memory", "rows", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, memory: Device) -> None:
+        self.shape, self.dtype, self.memory = shape, dtype, memory
+        self.rows: list[NDArray] = []
+
+    def take(self) -> NDArray:
+        try:
+            return self.rows.pop()
+        except IndexError:
+            if self.memory.kind != "cpu":
+                return empty(self.shape, self.dtype, self.memory)
+            dtype = np.dtype(self.dtype)
+            size = max(math.prod(self.shape) * dtype.itemsize, 1)
+            count = max(1, min(OUTPUT_BLOCK_ROWS, OUTPUT_BLOCK_BYTES // size))
+            self.rows = host_rows(count, self.shape, dtype)[1][::-1]
+            return self.rows.pop()
+
+
 @dataclass(frozen=True)
 class _Layout:
     """Where an item keeps each value: ``slots[key]`` indexes ``item.values``,
     and ``pools[slot]`` recycles that value's buffers (None for a global
-    output, which is the caller's once read: allocated per input)."""
+    output, which is the caller's once read: ``fresh[slot]`` makes them)."""
 
     slots: Mapping[Key, int]
     pools: tuple[_BufferPool | None, ...]
+    fresh: tuple[_OutputRows | None, ...]
 
     def new_values(self) -> list[NDArray | None]:
         return [None] * len(self.pools)
@@ -318,17 +351,14 @@ class _StagePlan:
 
     def run(self, item: _Item) -> None:
         """Run the stage on ``item`` in place; record a failure as its error."""
-        stage, values, pools = self.stage, item.values, self.layout.pools
+        stage, values = self.stage, item.values
+        pools, fresh = self.layout.pools, self.layout.fresh
         outputs = []
         try:
             inputs = [self._on_device(values[slot]) for slot in self.input_slots]
-            for slot, spec in zip(self.output_slots, stage.module.output_specs):
+            for slot in self.output_slots:
                 pool = pools[slot]
-                outputs.append(
-                    empty(spec.shape, spec.dtype, self.memory)
-                    if pool is None
-                    else pool.take()
-                )
+                outputs.append(fresh[slot].take() if pool is None else pool.take())  # type: ignore[union-attr]
             start = time.perf_counter()
             stage.module.run(inputs, outputs)
             took = time.perf_counter() - start
@@ -378,6 +408,7 @@ def _plans(lib: PipelineLibrary) -> list[_StagePlan]:
         tuple(
             None if key in kept else _BufferPool(*spec) for key, spec in specs.items()
         ),
+        tuple(_OutputRows(*spec) if key in kept else None for key, spec in specs.items()),
     )
     plans = []
     for s, stage in enumerate(lib.stages):
@@ -510,86 +541,43 @@ class _Lane:
 # --------------------------------------------------------------------------
 
 
-SPIN_SECONDS = 50e-6
-"""How long a thread that finds its channel empty polls it (yielding its
-core at each poll) before it sleeps on a condition.  Waking a sleeping
-thread costs tens of microseconds on a busy machine, more than a small
-stage's work; the next item of a stream usually arrives sooner."""
-
-
 class _Channel:
     """A FIFO between threads, TVM's ``QueueData`` without the copies.
 
-    The fast path is a ``deque`` append or pop, atomic under the GIL: no
-    lock, no wake-up.  A consumer that finds it empty polls for
-    :data:`SPIN_SECONDS`, then sleeps on a condition that a producer
-    notifies only when someone sleeps (``getters``); a producer facing a
-    full channel (``capacity`` items; 0: unbounded) sleeps likewise
-    (``putters``).  Every count is changed and read under the GIL in an
-    order that loses no wake-up: a sleeper registers, then checks, under
-    the condition's lock; the other side changes the deque, then reads
-    the count, and takes the lock to notify.
+    Two C queues (``queue.SimpleQueue``): ``items``, and, when bounded,
+    ``credits`` holding one token per free place (``capacity``; 0:
+    unbounded).  A put takes a credit, then appends; a get pops, then gives
+    the credit back.  Both sides are single calls into C that sleep with
+    the GIL released when they must wait (a futex, woken by the other
+    side's call): no Python lock, condition or object per item, and a
+    sleeping thread costs nothing until its item arrives.
     """
 
-    __slots__ = ("capacity", "getters", "items", "putters", "ready")
+    __slots__ = ("capacity", "credits", "items")
 
     def __init__(self, capacity: int = 0) -> None:
-        self.items: deque[Any] = deque()
+        self.items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.capacity = capacity
-        self.ready = threading.Condition(threading.Lock())
-        self.getters = 0
-        self.putters = 0
+        self.credits: queue.SimpleQueue[None] | None = None
+        if capacity:
+            self.credits = queue.SimpleQueue()
+            for _ in range(capacity):
+                self.credits.put(None)
 
     def put(self, item: Any) -> None:
-        if self.capacity and len(self.items) >= self.capacity:
-            with self.ready:
-                self.putters += 1
-                try:
-                    while len(self.items) >= self.capacity:
-                        self.ready.wait()
-                finally:
-                    self.putters -= 1
-        self.items.append(item)
-        if self.getters:
-            with self.ready:
-                self.ready.notify_all()
+        if self.credits is not None:
+            self.credits.get()
+        self.items.put(item)
 
     def get(self, timeout: float | None = None) -> Any:
         """The next item; raise ``queue.Empty`` after ``timeout`` seconds."""
-        try:
-            item = self.items.popleft()
-        except IndexError:
-            item = self._wait(timeout)
-        if self.putters:
-            with self.ready:
-                self.ready.notify_all()
+        item = self.items.get(timeout=timeout)
+        if self.credits is not None:
+            self.credits.put(None)
         return item
 
-    def _wait(self, timeout: float | None) -> Any:
-        items = self.items
-        now = time.monotonic()
-        deadline = None if timeout is None else now + timeout
-        spin_end = now + SPIN_SECONDS
-        if deadline is not None:
-            spin_end = min(spin_end, deadline)
-        while time.monotonic() < spin_end:
-            os.sched_yield()  # releases the GIL and the core to a runnable thread
-            if items:
-                return items.popleft()
-        with self.ready:
-            self.getters += 1
-            try:
-                while not items:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        raise queue.Empty
-                    self.ready.wait(remaining)
-                return items.popleft()
-            finally:
-                self.getters -= 1
-
     def __len__(self) -> int:
-        return len(self.items)
+        return self.items.qsize()
 
 
 _WAKE = object()
