@@ -17,12 +17,14 @@ builds, for ``llvm``:
   docs/pipeline.md, "Balancing the stages on measured times"), stage 0 on
   ``cpu:0`` and stage 1 on ``cpu:1`` when the process may use two cores, run by a ``PipelineModule`` with ``map``:
   *pipelined (threads)* forces every input through the stage threads
-  (``inline=False``); *pipelined (auto)* lets the executor run stages that
-  are too small to pipeline back to back in the caller's thread
-  (``inline=None``, the default) and says which path ran: how many inputs
-  ran inline, and in how many native calls of ``map``'s lane (a window of
-  inputs through both stage modules per call; the stages do not overlap
-  there);
+  (``inline=False``); *pipelined (auto)* lets the executor choose its plan
+  from the stage times it measures (``inline=None``, the default:
+  overlapped through the threads, or back to back in the caller's thread
+  with the kernels on every core) and says which plan it chose, the two
+  measured times per input, how many inputs ran back to back, and in how
+  many native calls of ``map``'s lane (a window of inputs through both
+  stage modules per call; the stages do not overlap there) — a back-to-back
+  win is the fallback's, not the pipeline's;
 * *ray*: the same split through ``RayPipelineExecutor``, each stage an
   actor of a local one-node Ray started here (127.0.0.1 only), when ``ray``
   is installed (``ember[distributed]``), else the line says why not.
@@ -219,8 +221,11 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
             piped(auto),
             max(stage_seconds),
             lambda: (
-                f"{auto.inline_runs} of {auto_inputs} inputs inline (stages back to back in "
-                f"the caller's thread), {auto.lane_windows} native calls of map's lane"
+                f"plan: {auto.plan} (measured per input: overlapped "
+                f"{auto.plan_seconds[0] * 1e6:.1f} us, back to back "
+                f"{auto.plan_seconds[1] * 1e6:.1f} us); {auto.inline_runs} of {auto_inputs} "
+                f"inputs back to back in the caller's thread, {auto.lane_windows} native "
+                "calls of map's lane"
             ),
         ),
     ]

@@ -163,7 +163,8 @@ def test_errors_name_the_stage_and_give_their_buffers_back(externs, inline):
 
 def test_the_fast_path_follows_the_stage_times(three_stages, monkeypatch):
     """``inline=None``: inputs run in the caller's thread while the timed
-    stages together stay under INLINE_SECONDS, through the threads when not."""
+    stages together stay under INLINE_SECONDS; else, once each plan is
+    timed, the faster one (here forced through HANDOFF_SECONDS)."""
     _, lib = three_stages
     inputs = _inputs(30)
     monkeypatch.setattr(executor_module, "INLINE_SECONDS", math.inf)
@@ -172,10 +173,78 @@ def test_the_fast_path_follows_the_stage_times(three_stages, monkeypatch):
         # The first input runs through the threads: no stage was timed yet.
         assert 0 < pipe.inline_runs < len(inputs)
     monkeypatch.setattr(executor_module, "INLINE_SECONDS", 0.0)
+    monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", -math.inf)
     with PipelineModule(lib) as pipe:
         again = [out[0].numpy() for out in pipe.map(inputs)]
-        assert pipe.inline_runs == 0
+        # One input timed the back-to-back plan; the rest overlapped.
+        assert pipe.inline_runs == 1 and pipe.plan == "overlapped"
+    monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", math.inf)
+    with PipelineModule(lib) as pipe:
+        third = [out[0].numpy() for out in pipe.map(inputs)]
+        # The inputs in flight before the first finished went through the threads.
+        assert 0 < pipe.inline_runs < len(inputs) and pipe.plan == "back to back"
     np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, third)
+
+
+@pytest.mark.parametrize(
+    ("stage_seconds", "inline_seconds", "plan"),
+    [
+        # Nothing timed: the first input goes through the threads.
+        ((math.nan, math.nan), (math.nan, math.nan), "overlapped"),
+        # Timed in the threads only, too big to run inline unseen: time it back to back.
+        ((0.020, 0.021), (math.nan, math.nan), "timing back to back"),
+        # Tiny stages: back to back, whatever the threads did.
+        ((20e-6, 30e-6), (math.nan, math.nan), "back to back"),
+        # ResNet-18 on two cores: two 21 ms stages overlapped against a 22.8 ms
+        # whole network on both cores: overlapping wins...
+        ((0.0210, 0.0212), (0.0110, 0.0118), "overlapped"),
+        # ... unless interference makes the overlapped stages slower than that.
+        ((0.0229, 0.0236), (0.0110, 0.0118), "back to back"),
+        # Unbalanced stages: back to back wins.
+        ((0.030, 0.012), (0.015, 0.006), "back to back"),
+    ],
+)
+def test_auto_picks_the_faster_plan_from_measured_stage_times(
+    tiny_pipe, stage_seconds, inline_seconds, plan
+):
+    """The plan ``inline=None`` chooses, from fake stage times of a
+    two-stage pipeline: nothing runs, so nothing measured overrides them."""
+    lib = tiny_pipe[2]
+    with PipelineModule(lib) as pipe:
+        for stage, seconds, inline in zip(pipe._plans, stage_seconds, inline_seconds, strict=True):
+            stage.seconds, stage.inline_seconds = seconds, inline
+        assert pipe.plan == plan
+    with PipelineModule(lib, inline=False) as pipe:
+        assert pipe.plan == "overlapped"
+    with PipelineModule(lib, inline=True) as pipe:
+        assert pipe.plan == "back to back"
+
+
+def test_back_to_back_runs_on_every_kernel_thread(tiny_pipe, monkeypatch):
+    """While its workers hold the cores' shares, an executor that runs an
+    input back to back gives its kernels every thread, then the share again."""
+    _, _, lib = tiny_pipe
+    before = threads.num_threads()
+    seen: list[int] = []
+    with PipelineModule(lib) as pipe:
+        pipe.set_input("data", np.zeros((1, 3, 8, 8), np.float32))
+        pipe.run()  # the first input starts the workers
+        pipe.get_output(timeout=60)
+        share = pipe.kernel_threads
+        assert threads.num_threads() == share
+        stage = pipe._plans[0]
+        original = stage.stage.module.run
+
+        def spy(inputs, outputs):
+            seen.append(threads.num_threads())
+            original(inputs, outputs)
+
+        monkeypatch.setattr(stage.stage.module, "run", spy)
+        pipe.run(sync=True)
+        pipe.get_output(timeout=60)
+        assert threads.num_threads() == share
+    assert seen == [before]
 
 
 def test_stages_share_the_cores_for_kernel_threads(tiny_pipe):
@@ -235,6 +304,25 @@ def test_channel_is_a_bounded_fifo_that_loses_no_wake_up():
     with pytest.raises(Exception) as empty:
         channel.get(timeout=0.01)
     assert type(empty.value).__name__ == "Empty"
+
+
+def test_values_between_stages_are_preallocated_when_the_workers_start(three_stages):
+    """Each value between stages gets, at start, as many buffers as the
+    threads can hold at once (the writer's, then per stage up to its last
+    reader a full queue and the running input): none is allocated later."""
+    _, lib = three_stages
+    with PipelineModule(lib, inline=False, capacity=2) as pipe:
+        list(pipe.map(_inputs(1)))
+        between = {
+            key: pipe._layout.pools[slot]
+            for key, slot in pipe._layout.slots.items()
+            if key[0] >= 0 and pipe._layout.pools[slot] is not None
+        }
+        # relu's value is read by stages 1 and 2; exp+add's by stage 2.
+        assert {key: pool.span for key, pool in between.items()} == {(0, 0): 2, (1, 0): 1}
+        assert {key: pool.allocated for key, pool in between.items()} == {(0, 0): 7, (1, 0): 4}
+        list(pipe.map(_inputs(300)))
+        assert {key: pool.allocated for key, pool in between.items()} == {(0, 0): 7, (1, 0): 4}
 
 
 def test_outputs_from_blocks_stay_the_callers_own(three_stages):

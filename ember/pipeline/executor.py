@@ -26,10 +26,14 @@ caller's to keep.  Results leave the last stage in input order, and
 While the workers run, kernels' parallel loops get a share of the cores
 (``kernel_threads``: one per pinned stage, else the cores divided among
 the host's stages), so that stage threads and kernel teams do not fight.
-Stages too small to gain from threads (together under
-:data:`INLINE_SECONDS` per input, as timed while they run) run back to
-back in the caller's thread instead (``inline=None``, the default;
-``inline=False`` always uses the threads); ``inline_runs`` counts them.
+With ``inline=None`` (the default) the executor chooses a *plan* from
+the stage times it measures (``plan``, ``plan_seconds``): overlapped
+through the threads, or back to back in the caller's thread with the
+kernels on every core — for stages too small to gain from threads
+(together under :data:`INLINE_SECONDS` per input), and wherever that was
+measured faster than the slowest overlapped stage plus the hand-off
+(:data:`HANDOFF_SECONDS`); ``inline=False`` always uses the threads,
+``inline=True`` never; ``inline_runs`` counts inputs run back to back.
 ``map`` takes such inputs a window at a time through every stage with one
 native call (its lane, ``_Lane``: see docs/pipeline.md).
 
@@ -95,6 +99,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
@@ -156,6 +161,24 @@ INLINE_SECONDS = 100e-6
 run them back to back in the caller's thread.  Handing an input to a
 thread costs tens of microseconds on a busy machine (a wake-up, the GIL
 changing hands): more than pipelining such stages could win."""
+
+HANDOFF_SECONDS = 50e-6
+"""``inline=None``: what an input costs through the stage threads beyond
+the slower stage's own time (queues, wake-ups, the GIL changing hands;
+50-90 µs measured on 2 cores).  Running the stages back to back in the
+caller's thread with every kernel thread wins when they take less than
+the slower stage overlapped plus this."""
+
+OVERLAPPED = "overlapped"
+"""A plan (:attr:`PipelineExecutor.plan`): each stage in its worker thread,
+inputs in flight at once, the kernels on each stage's share of the cores."""
+
+BACK_TO_BACK = "back to back"
+"""A plan: the stages one after another in the caller's thread, the
+kernels on every core (``map``'s lane when the stages allow it)."""
+
+TIMING_BACK_TO_BACK = "timing back to back"
+"""A plan: the next input runs back to back to time that plan once."""
 
 DEFAULT_CLOSE_TIMEOUT = 5.0
 """Seconds ``close()`` waits for workers to finish their current stage."""
@@ -255,16 +278,32 @@ class _BufferPool:
     after the first few inputs a run allocates nothing: as many buffers
     exist as inputs ever held the value at once, which the bounded queues
     bound.  ``take``/``give`` are single ``list`` operations, atomic under
-    the GIL, so the two stages' threads need no lock.
+    the GIL, so the two stages' threads need no lock.  A value between
+    stages is preallocated when the workers start (:meth:`reserve`): the
+    most inputs that can hold it at once through the threads.
     """
 
-    __slots__ = ("allocated", "dtype", "free", "memory", "shape")
+    __slots__ = ("allocated", "dtype", "free", "memory", "shape", "span")
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, memory: Device) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], dtype: str, memory: Device, span: int | None = None
+    ) -> None:
         self.shape, self.dtype, self.memory = shape, dtype, memory
+        self.span = span
+        """Stages from the one that writes the value to the last that reads
+        it (None for a global input, which as many inputs as are in flight hold)."""
         self.free: list[NDArray] = []
         self.allocated = 0
         """Buffers made so far (tests check that it stops growing)."""
+
+    def reserve(self, capacity: int) -> None:
+        """Allocate what the stage threads can hold at once with queues of
+        ``capacity``: the writer's input, and for each later stage up to the
+        last reader, a full queue and the one it runs."""
+        if self.span is not None:
+            while self.allocated < 1 + self.span * (capacity + 1):
+                self.allocated += 1
+                self.free.append(empty(self.shape, self.dtype, self.memory))
 
     def take(self) -> NDArray:
         try:
@@ -347,10 +386,15 @@ class _StagePlan:
     memory: Device
     """Where this stage's buffers live: the host for CPU stages."""
     seconds: float = math.nan
-    """The stage's recent time per input, NaN until it has run."""
+    """The stage's recent time per input in its worker thread (overlapping
+    the other stages, on its share of kernel threads), NaN until it has run there."""
+    inline_seconds: float = math.nan
+    """Its recent time per input back to back in the caller's thread, NaN
+    until it has run there."""
 
-    def run(self, item: _Item) -> None:
-        """Run the stage on ``item`` in place; record a failure as its error."""
+    def run(self, item: _Item, here: bool = False) -> None:
+        """Run the stage on ``item`` in place; record a failure as its error.
+        ``here``: in the caller's thread, back to back with the other stages."""
         stage, values = self.stage, item.values
         pools, fresh = self.layout.pools, self.layout.fresh
         outputs = []
@@ -368,16 +412,21 @@ class _StagePlan:
                 values[slot] = output  # taken before the failure: given back too
             self.layout.release(values, range(len(values)))
             return
-        self.record(took)
+        self.record(took, here)
         for slot, output in zip(self.output_slots, outputs):
             values[slot] = output
         self.layout.release(values, self.released)
 
-    def record(self, took: float) -> None:
-        """Keep the lower envelope of the stage's times: a drop is taken at
+    def record(self, took: float, here: bool = False) -> None:
+        """Keep the lower envelope of the stage's times (``here``: back to
+        back in the caller's thread, else in its worker): a drop is taken at
         once, a rise (or a run preempted on a busy machine) only bit by bit."""
-        seconds = self.seconds
-        self.seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+        seconds = self.inline_seconds if here else self.seconds
+        seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+        if here:
+            self.inline_seconds = seconds
+        else:
+            self.seconds = seconds
 
     def _on_device(self, value: NDArray | None) -> NDArray:
         assert value is not None  # every source runs before its readers
@@ -399,14 +448,17 @@ def _plans(lib: PipelineLibrary) -> list[_StagePlan]:
         for spec in lib.inputs
         if (-1, spec.name) in last_use
     }
+    spans: dict[Key, int] = {}
     for s, stage in enumerate(lib.stages):
         for i, spec in enumerate(stage.module.output_specs):
             specs[(s, i)] = (spec.shape, spec.dtype, memories[s])
+            spans[(s, i)] = last_use.get((s, i), s) - s
     slots = {key: slot for slot, key in enumerate(specs)}
     layout = _Layout(
         slots,
         tuple(
-            None if key in kept else _BufferPool(*spec) for key, spec in specs.items()
+            None if key in kept else _BufferPool(*spec, spans.get(key))
+            for key, spec in specs.items()
         ),
         tuple(_OutputRows(*spec) if key in kept else None for key, spec in specs.items()),
     )
@@ -527,7 +579,7 @@ class _Lane:
             complete = failed // stages
         else:
             for plan, total in zip(self.plans, seconds):
-                plan.record(total / count)
+                plan.record(total / count, here=True)
         columns = []
         for rows in self.outputs:
             fresh, arrays = host_rows(complete, rows.shape[1:], rows.dtype)
@@ -776,6 +828,31 @@ def _unshare_kernel_threads(share: int) -> None:
             threads.set_num_threads(min(_thread_shares))
         elif _saved_thread_count is not None:
             threads.set_num_threads(_saved_thread_count)
+
+
+@contextmanager
+def _every_kernel_thread(share: int | None) -> Iterator[None]:
+    """Kernels on the count from before executors shared the cores out,
+    inside the block, when ``share`` (an executor's) is the only share held:
+    that executor runs its stages back to back in the caller's thread, its
+    workers idle.  Otherwise nothing changes."""
+    from ember.runtime import threads
+
+    with _threads_lock:
+        lend = (
+            share is not None and _thread_shares == [share] and _saved_thread_count is not None
+        )
+        if lend:
+            threads.set_num_threads(_saved_thread_count)  # type: ignore[arg-type]
+    if not lend:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            if _thread_shares:
+                threads.set_num_threads(min(_thread_shares))
 
 
 def _shutdown(workers: _Workers, shared: list[int | None], timeout: float) -> bool:
@@ -1082,12 +1159,15 @@ class PipelineExecutor(PipelineInputs):
                 staged = self._with_inputs(one, {}, "map()")
                 # Nothing the lane's choice depends on changes while it fills.
                 joins = bool(batch)
-                if not joins and self._lane_fits and self._runs_inline():
+                plan = None if joins or not self._lane_fits else self.plan
+                if plan is not None and plan != OVERLAPPED:
                     while pending:  # theirs come first
                         yield self._read_own(pending)
                     joins = self._lane_is_free()
                     if joins:
                         full = min(lane_window, self._lane.slots)  # type: ignore[union-attr]
+                        if plan == TIMING_BACK_TO_BACK:
+                            full = 1  # one input times it
                 if joins:
                     batch.append(staged)
                     if len(batch) == full:
@@ -1134,7 +1214,8 @@ class PipelineExecutor(PipelineInputs):
             self._check_open("map()")
             first = self._next_in
             self._next_in += len(batch)
-        results, error = self._lane.run(batch, first)
+        with _every_kernel_thread(self._shared[0]):
+            results, error = self._lane.run(batch, first)
         self.inline_runs += len(results) + (error is not None)
         self.lane_windows += 1
         batch.clear()
@@ -1208,16 +1289,43 @@ class PipelineExecutor(PipelineInputs):
             self._run_here(item)
         return item.index
 
-    def _runs_inline(self) -> bool:
-        """Whether the next input runs in the caller's thread (the small-stage
-        fast path): ``inline=True``, or ``None`` while every stage has been
-        timed and all together take less than :data:`INLINE_SECONDS`."""
+    @property
+    def plan(self) -> str:
+        """How the next input runs: :data:`OVERLAPPED` (through the stage
+        threads), :data:`BACK_TO_BACK` (in the caller's thread, kernels on
+        every core) or :data:`TIMING_BACK_TO_BACK` (back to back, once, to
+        time it).  ``inline=False``/``True`` fix it; with ``inline=None``
+        the executor chooses from the stage times it measured
+        (:attr:`plan_seconds`): back to back while the stages together
+        take under :data:`INLINE_SECONDS`; else, once both plans are timed,
+        whichever takes less per input, the overlapped one being charged
+        :data:`HANDOFF_SECONDS` for its hand-off."""
         if self._inline is not None:
-            return self._inline
-        total = 0.0
-        for plan in self._plans:
-            total += plan.seconds  # NaN until the stage has run once
-        return total < INLINE_SECONDS
+            return BACK_TO_BACK if self._inline else OVERLAPPED
+        overlapped, back_to_back = self.plan_seconds
+        if math.isnan(back_to_back):  # not run back to back yet: the threads' sum
+            back_to_back = math.fsum(plan.seconds for plan in self._plans)
+        if back_to_back < INLINE_SECONDS:
+            return BACK_TO_BACK
+        if math.isnan(overlapped):
+            return OVERLAPPED  # the first input times the stages in their threads
+        if math.isnan(self.plan_seconds[1]):
+            return TIMING_BACK_TO_BACK
+        return BACK_TO_BACK if back_to_back <= overlapped + HANDOFF_SECONDS else OVERLAPPED
+
+    @property
+    def plan_seconds(self) -> tuple[float, float]:
+        """Measured seconds per input of each plan, NaN until timed:
+        overlapped (the slowest stage in its thread, the others running
+        beside it) and back to back (the stages' sum in the caller's thread)."""
+        overlapped = max((plan.seconds for plan in self._plans), default=math.nan)
+        if any(math.isnan(plan.seconds) for plan in self._plans):
+            overlapped = math.nan
+        return overlapped, math.fsum(plan.inline_seconds for plan in self._plans)
+
+    def _runs_inline(self) -> bool:
+        """Whether the next input runs in the caller's thread (see :attr:`plan`)."""
+        return self.plan != OVERLAPPED
 
     def _run_here(self, item: _Item) -> None:
         """``run(sync=True)`` and the inline fast path: every stage in this
@@ -1228,10 +1336,11 @@ class PipelineExecutor(PipelineInputs):
         )
         plan = self._plans[0]
         try:
-            for plan in self._plans:
-                _current.workers, _current.stage = self._workers, plan.stage
-                if item.error is None:
-                    plan.run(item)  # an Exception becomes this item's error
+            with _every_kernel_thread(self._shared[0]):
+                for plan in self._plans:
+                    _current.workers, _current.stage = self._workers, plan.stage
+                    if item.error is None:
+                        plan.run(item, here=True)  # an Exception becomes this item's error
         except BaseException as e:
             # KeyboardInterrupt or SystemExit from the stage: the pipeline
             # stops for every waiter, and this thread re-raises it.
@@ -1261,6 +1370,9 @@ class PipelineExecutor(PipelineInputs):
             self._reserving += 1
 
     def _start(self) -> None:
+        for pool in self._layout.pools:
+            if pool is not None:
+                pool.reserve(self._capacity)
         share = self.kernel_threads
         _share_kernel_threads(share)
         self._shared[0] = share
