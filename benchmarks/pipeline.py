@@ -61,7 +61,14 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 import ember
-from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph
+from ember.pipeline import (
+    PipelineConfig,
+    PipelineModule,
+    build,
+    op_costs,
+    save_op_costs,
+    split_graph,
+)
 from ember.pipeline.build import PipelineLibrary
 from ember.runtime import Module, threads
 from ember.testing import workloads
@@ -127,7 +134,7 @@ def measured_split(
         profile = executor.profile(repeat=repeat)
     with tempfile.TemporaryDirectory() as directory:
         costs = Path(directory) / "costs.json"
-        profile.save_costs(costs, module, params=params)
+        save_op_costs(costs, op_costs(profile, module, params=params))
         return ember.apply_passes(module, f"split-graph{{balance=2 costs={costs}}}")
 
 

@@ -552,7 +552,7 @@ def load_op_costs(path: str | os.PathLike[str]) -> dict[tuple[str, int], float]:
 
 def save_op_costs(path: str | os.PathLike[str], costs: OpCosts) -> None:
     """Write ``costs`` as the file :func:`load_op_costs` reads (what
-    :meth:`ember.runtime.profiler.Profile.save_costs` produces)."""
+    :func:`ember.pipeline.op_costs` measures)."""
     entries = [
         {"op": name, "index": index, "seconds": float(seconds)}
         for (name, index), seconds in costs.items()

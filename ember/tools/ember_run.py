@@ -495,9 +495,10 @@ def _main(argv: Sequence[str] | None) -> int:
         profile = runner.executor.profile(repeat=args.profile)
         print(profile)
         if args.costs_out is not None:
-            costs = profile.save_costs(
-                args.costs_out, module, entry=args.entry, target=target, options=options
-            )
+            from ember.pipeline.costs import op_costs, save_op_costs
+
+            costs = op_costs(profile, module, entry=args.entry, target=target, options=options)
+            save_op_costs(args.costs_out, costs)
             print(f"saved the measured times of {len(costs)} ops of @{args.entry} to {args.costs_out}")
     return 0
 
