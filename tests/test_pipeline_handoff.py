@@ -176,8 +176,9 @@ def test_the_fast_path_follows_the_stage_times(three_stages, monkeypatch):
     monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", -math.inf)
     with PipelineModule(lib) as pipe:
         again = [out[0].numpy() for out in pipe.map(inputs)]
-        # One input timed the back-to-back plan; the rest overlapped.
-        assert pipe.inline_runs == 1 and pipe.plan == "overlapped"
+        # PROBE_INPUTS inputs timed the back-to-back plan; the rest overlapped.
+        assert pipe.inline_runs == executor_module.PROBE_INPUTS
+        assert pipe.plan == "overlapped"
     monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", math.inf)
     with PipelineModule(lib) as pipe:
         third = [out[0].numpy() for out in pipe.map(inputs)]
@@ -214,7 +215,12 @@ def test_auto_picks_the_faster_plan_from_measured_stage_times(
     with PipelineModule(lib) as pipe:
         for stage, seconds, inline in zip(pipe._plans, stage_seconds, inline_seconds, strict=True):
             stage.seconds, stage.inline_seconds = seconds, inline
+            stage.inline_samples = 0 if math.isnan(inline) else executor_module.PROBE_INPUTS
         assert pipe.plan == plan
+        if plan == "overlapped" and not math.isnan(stage_seconds[0]):
+            # One back-to-back time short of PROBE_INPUTS: still timing it.
+            pipe._plans[0].inline_samples -= 1
+            assert pipe.plan == "timing back to back"
     with PipelineModule(lib, inline=False) as pipe:
         assert pipe.plan == "overlapped"
     with PipelineModule(lib, inline=True) as pipe:

@@ -178,7 +178,13 @@ BACK_TO_BACK = "back to back"
 kernels on every core (``map``'s lane when the stages allow it)."""
 
 TIMING_BACK_TO_BACK = "timing back to back"
-"""A plan: the next input runs back to back to time that plan once."""
+"""A plan: the next input runs back to back to time that plan (the first
+:data:`PROBE_INPUTS` inputs that do)."""
+
+PROBE_INPUTS = 3
+"""Inputs run back to back, one at a time, before ``inline=None`` compares
+the plans: the lower envelope of a few, as the overlapped plan's is of
+every input it ran, so that one slow run does not decide."""
 
 DEFAULT_CLOSE_TIMEOUT = 5.0
 """Seconds ``close()`` waits for workers to finish their current stage."""
@@ -391,6 +397,8 @@ class _StagePlan:
     inline_seconds: float = math.nan
     """Its recent time per input back to back in the caller's thread, NaN
     until it has run there."""
+    inline_samples: int = 0
+    """How many times :attr:`inline_seconds` was recorded."""
 
     def run(self, item: _Item, here: bool = False) -> None:
         """Run the stage on ``item`` in place; record a failure as its error.
@@ -425,6 +433,7 @@ class _StagePlan:
         seconds = took if not seconds <= took else seconds + (took - seconds) / 32
         if here:
             self.inline_seconds = seconds
+            self.inline_samples += 1
         else:
             self.seconds = seconds
 
@@ -1297,7 +1306,8 @@ class PipelineExecutor(PipelineInputs):
         time it).  ``inline=False``/``True`` fix it; with ``inline=None``
         the executor chooses from the stage times it measured
         (:attr:`plan_seconds`): back to back while the stages together
-        take under :data:`INLINE_SECONDS`; else, once both plans are timed,
+        take under :data:`INLINE_SECONDS`; else, once both plans are timed
+        (the first inputs overlapped, then :data:`PROBE_INPUTS` back to back),
         whichever takes less per input, the overlapped one being charged
         :data:`HANDOFF_SECONDS` for its hand-off."""
         if self._inline is not None:
@@ -1309,7 +1319,7 @@ class PipelineExecutor(PipelineInputs):
             return BACK_TO_BACK
         if math.isnan(overlapped):
             return OVERLAPPED  # the first input times the stages in their threads
-        if math.isnan(self.plan_seconds[1]):
+        if min(plan.inline_samples for plan in self._plans) < PROBE_INPUTS:
             return TIMING_BACK_TO_BACK
         return BACK_TO_BACK if back_to_back <= overlapped + HANDOFF_SECONDS else OVERLAPPED
 
