@@ -227,6 +227,35 @@ def test_auto_picks_the_faster_plan_from_measured_stage_times(
         assert pipe.plan == "back to back"
 
 
+@pytest.mark.parametrize(
+    ("stage_seconds", "chosen", "then"),
+    [
+        ((0.0210, 0.0212), "overlapped", "timing back to back"),
+        ((0.0229, 0.0236), "back to back", "overlapped"),
+    ],
+)
+def test_auto_times_the_plan_it_did_not_choose_again(
+    tiny_pipe, monkeypatch, stage_seconds, chosen, then
+):
+    """After RETIME_SECONDS on a chosen plan, the other plan's times are
+    forgotten, so that it is measured again (the load may have changed)."""
+    monkeypatch.setattr(executor_module, "RETIME_SECONDS", 0.0)
+    with PipelineModule(tiny_pipe[2]) as pipe:
+        for stage, seconds, inline in zip(pipe._plans, stage_seconds, (0.0110, 0.0118)):
+            stage.seconds, stage.inline_seconds = seconds, inline
+            stage.inline_samples = executor_module.PROBE_INPUTS
+        assert pipe.plan == chosen  # the choice is made, and its time noted
+        assert pipe.plan == then  # RETIME_SECONDS later: the other plan is timed again
+        forgotten = 1 if chosen == "overlapped" else 0
+        assert math.isnan(pipe.plan_seconds[forgotten])
+    monkeypatch.setattr(executor_module, "RETIME_SECONDS", math.inf)
+    with PipelineModule(tiny_pipe[2]) as pipe:
+        for stage, seconds, inline in zip(pipe._plans, stage_seconds, (0.0110, 0.0118)):
+            stage.seconds, stage.inline_seconds = seconds, inline
+            stage.inline_samples = executor_module.PROBE_INPUTS
+        assert [pipe.plan for _ in range(3)] == [chosen] * 3
+
+
 def test_back_to_back_runs_on_every_kernel_thread(tiny_pipe, monkeypatch):
     """While its workers hold the cores' shares, an executor that runs an
     input back to back gives its kernels every thread, then the share again."""

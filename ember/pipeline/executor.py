@@ -186,6 +186,12 @@ PROBE_INPUTS = 3
 the plans: the lower envelope of a few, as the overlapped plan's is of
 every input it ran, so that one slow run does not decide."""
 
+RETIME_SECONDS = 10.0
+"""How long ``inline=None`` keeps a choice made by comparing the plans
+before it forgets the other plan's times and measures them again: a
+plan that does not run keeps its old figures, and the machine's load
+changes what each plan takes."""
+
 DEFAULT_CLOSE_TIMEOUT = 5.0
 """Seconds ``close()`` waits for workers to finish their current stage."""
 
@@ -978,6 +984,8 @@ class PipelineExecutor(PipelineInputs):
         if inline not in (None, True, False):
             raise PipelineError(f"inline must be True, False or None, got {inline!r}")
         self._inline = inline
+        self._chosen_at: float | None = None
+        """When ``inline=None`` last chose by comparing the plans' times."""
         self.inline_runs = 0
         """Inputs of ``run``/``submit``/``map`` that ran in the caller's thread
         (see ``inline``), not counting ``run(sync=True)``."""
@@ -1309,9 +1317,37 @@ class PipelineExecutor(PipelineInputs):
         take under :data:`INLINE_SECONDS`; else, once both plans are timed
         (the first inputs overlapped, then :data:`PROBE_INPUTS` back to back),
         whichever takes less per input, the overlapped one being charged
-        :data:`HANDOFF_SECONDS` for its hand-off."""
+        :data:`HANDOFF_SECONDS` for its hand-off; every
+        :data:`RETIME_SECONDS` the plan not chosen is timed again."""
         if self._inline is not None:
             return BACK_TO_BACK if self._inline else OVERLAPPED
+        choice = self._compare_plans()
+        if choice is None:
+            return self._choose_plan()
+        now = time.monotonic()
+        if self._chosen_at is None:
+            self._chosen_at = now
+        elif now - self._chosen_at > RETIME_SECONDS:
+            self._chosen_at = None
+            for stage in self._plans:  # forget the other plan's times
+                if choice == BACK_TO_BACK:
+                    stage.seconds = math.nan
+                else:
+                    stage.inline_seconds, stage.inline_samples = math.nan, 0
+        return self._choose_plan()
+
+    def _compare_plans(self) -> str | None:
+        """The plan a comparison of both measured plans chooses now, or
+        None when the choice is not a comparison (small stages, a plan
+        not timed yet)."""
+        choice = self._choose_plan()
+        overlapped, back_to_back = self.plan_seconds
+        if choice == TIMING_BACK_TO_BACK or math.isnan(back_to_back) or back_to_back < INLINE_SECONDS:
+            return None
+        return choice
+
+    def _choose_plan(self) -> str:
+        """:attr:`plan` from the times as they are (``inline=None``)."""
         overlapped, back_to_back = self.plan_seconds
         if math.isnan(back_to_back):  # not run back to back yet: the threads' sum
             back_to_back = math.fsum(plan.seconds for plan in self._plans)
