@@ -11,16 +11,20 @@ builds, for ``llvm``:
 * the whole network, run by a ``GraphExecutor`` one input after another
   with the kernels' parallel loops on every core the process may use (the
   *sequential* baseline: what a user runs without a pipeline);
-* the network split in two by ``split-graph{balance=2}`` (near-equal
-  estimated FLOPs), stage 0 on ``cpu:0`` and stage 1 on ``cpu:1`` when the
-  process may use two cores, run by a ``PipelineModule`` with ``map``:
+* the network split in two by ``split-graph{balance=2 costs=…}``: stages
+  of near-equal *measured* time, from the whole network's profile taken
+  with the kernel threads a stage will have (one each on two cores; see
+  docs/pipeline.md, "Balancing the stages on measured times"), stage 0 on
+  ``cpu:0`` and stage 1 on ``cpu:1`` when the process may use two cores, run by a ``PipelineModule`` with ``map``:
   *pipelined (threads)* forces every input through the stage threads
-  (``inline=False``); *pipelined (auto)* lets the executor run stages that
-  are too small to pipeline back to back in the caller's thread
-  (``inline=None``, the default) and says which path ran: how many inputs
-  ran inline, and in how many native calls of ``map``'s lane (a window of
-  inputs through both stage modules per call; the stages do not overlap
-  there);
+  (``inline=False``); *pipelined (auto)* lets the executor choose its plan
+  from the stage times it measures (``inline=None``, the default:
+  overlapped through the threads, or back to back in the caller's thread
+  with the kernels on every core) and says which plan it chose, the two
+  measured times per input, how many inputs ran back to back, and in how
+  many native calls of ``map``'s lane (a window of inputs through both
+  stage modules per call; the stages do not overlap there) — a back-to-back
+  win is the fallback's, not the pipeline's;
 * *ray*: the same split through ``RayPipelineExecutor``, each stage an
   actor of a local one-node Ray started here (127.0.0.1 only), when ``ray``
   is installed (``ember[distributed]``), else the line says why not.
@@ -45,16 +49,26 @@ import math
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 
 import ember
-from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph
+from ember.pipeline import (
+    PipelineConfig,
+    PipelineModule,
+    build,
+    op_costs,
+    save_op_costs,
+    split_graph,
+)
 from ember.pipeline.build import PipelineLibrary
 from ember.runtime import Module, threads
 from ember.testing import workloads
@@ -100,14 +114,47 @@ def module_seconds(
     return summary(times)
 
 
-def split_in_two(name: str) -> tuple[PipelineLibrary, list[str]]:
-    """``name`` split by ``balance=2``, on two cores when there are two."""
+def stage_threads() -> int:
+    """Kernel threads each of two stages gets: one when each has its own
+    core (pinned), else half the cores (``PipelineModule.kernel_threads``)."""
+    cores = threads.available_cores()
+    return 1 if cores >= 2 else max(1, cores // 2)
+
+
+def measured_split(
+    module: ModuleOp, params: dict[str, np.ndarray], whole: Module, repeat: int = 10
+) -> ModuleOp:
+    """``module`` cut in two by ``split-graph{balance=2 costs=…}`` on the
+    kernel times of ``whole`` (its build with ``params``), profiled with the
+    threads a stage will have: docs/pipeline.md's profile -> costs -> split."""
+    executor = ember.GraphExecutor(whole)
+    for spec in whole.input_specs:
+        executor.set_input(spec.name, np.zeros(spec.shape, spec.dtype))
+    with threads.limit_threads(stage_threads()):
+        profile = executor.profile(repeat=repeat)
+    with tempfile.TemporaryDirectory() as directory:
+        costs = Path(directory) / "costs.json"
+        save_op_costs(costs, op_costs(profile, module, params=params))
+        return ember.apply_passes(module, f"split-graph{{balance=2 costs={costs}}}")
+
+
+def split_in_two(
+    name: str, whole: Module | None = None
+) -> tuple[PipelineLibrary, list[str], str]:
+    """``name`` split in two, on two cores when there are two, and how it
+    was cut: by ``balance=2`` on the measured times of ``whole`` (the
+    network's build) when given, else on the static estimate."""
     module, params = workloads.get(name)
-    split = ember.apply_passes(module, "split-graph{balance=2}")
+    if whole is not None:
+        split = measured_split(module, params, whole)
+        how = f"balance=2 on measured kernel times ({stage_threads()} thread(s) per stage)"
+    else:
+        split = ember.apply_passes(module, "split-graph{balance=2}")
+        how = "balance=2 on estimated FLOPs"
     cfg = PipelineConfig.from_module(split)
     if len(os.sched_getaffinity(0)) >= 2:
         cfg.stages[0].dev, cfg.stages[1].dev = "cpu:0", "cpu:1"
-    return build(cfg, params=params), [str(s.dev) for s in cfg.stages]
+    return build(cfg, params=params), [str(s.dev) for s in cfg.stages], how
 
 
 def ray_pipeline(lib: PipelineLibrary) -> tuple[RayPipelineExecutor | None, str]:
@@ -141,8 +188,11 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
     module, params = workloads.get(name)
     start = time.perf_counter()
     whole = ember.build(module, "llvm", params=params)
-    lib, devices = split_in_two(name)
-    print(f"{name}: built in {time.perf_counter() - start:.1f} s; stages on {', '.join(devices)}")
+    lib, devices, how = split_in_two(name, whole)
+    print(
+        f"{name}: built and split in {time.perf_counter() - start:.1f} s; cut by {how}; "
+        f"stages on {', '.join(devices)}"
+    )
     threaded = PipelineModule(lib, inline=False)
     auto = PipelineModule(lib)
     repeat = max(5, min(200, count))
@@ -178,8 +228,11 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
             piped(auto),
             max(stage_seconds),
             lambda: (
-                f"{auto.inline_runs} of {auto_inputs} inputs inline (stages back to back in "
-                f"the caller's thread), {auto.lane_windows} native calls of map's lane"
+                f"plan: {auto.plan} (measured per input: overlapped "
+                f"{auto.plan_seconds[0] * 1e6:.1f} us, back to back "
+                f"{auto.plan_seconds[1] * 1e6:.1f} us); {auto.inline_runs} of {auto_inputs} "
+                f"inputs back to back in the caller's thread, {auto.lane_windows} native "
+                "calls of map's lane"
             ),
         ),
     ]

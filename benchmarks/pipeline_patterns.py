@@ -6,10 +6,9 @@ Usage::
         [--workloads tiny_pipe,resnet18]
 
 For each workload (seeded weights from ``ember.testing.workloads``), split
-into two stages — tiny_pipe after its relu, ResNet-18 after the relu that
-balances the stages' FLOPs (as ``pipeline_resnet18.py`` does) — placed on
-``cpu:0`` and ``cpu:1`` (one core each, when the process may use two) and
-built for ``llvm``, it times ``--count`` inputs through each pattern of
+into two stages of near-equal estimated cost (``split-graph{balance=2}``,
+``pipeline.py``'s ``split_in_two``), placed on ``cpu:0`` and ``cpu:1``
+(one core each, when the process may use two) and built for ``llvm``, it times ``--count`` inputs through each pattern of
 ``docs/pipeline.md``:
 
 * ``map``: ``for outputs in pipe.map(inputs)``, one thread;
@@ -28,7 +27,6 @@ asserted anywhere.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import threading
@@ -38,12 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph
-from ember.pipeline.build import PipelineLibrary
-from ember.testing import workloads
+from ember.pipeline import PipelineModule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline_resnet18 import balanced_relu  # noqa: E402 - a sibling script
+from pipeline import split_in_two  # noqa: E402 - a sibling script
 
 DISTINCT_INPUTS = 8
 """Inputs cycle through this many random arrays: enough to be realistic,
@@ -92,20 +88,10 @@ PATTERNS: dict[str, Pattern] = {
 }
 
 
-def two_stages(name: str) -> PipelineLibrary:
-    """``name`` split in two, on two cores when there are two, built for llvm."""
-    module, params = workloads.get(name)
-    cut = balanced_relu(module)[0] if name == "resnet18" else 0
-    cfg = PipelineConfig.from_module(split_graph(module, ["relu"], [cut]))
-    if len(os.sched_getaffinity(0)) >= 2:
-        cfg.stages[0].dev, cfg.stages[1].dev = "cpu:0", "cpu:1"
-    return build(cfg, params=params)
-
-
 def measure(name: str, count: int, rounds: int) -> dict[str, float]:
     """Median inputs/s of each pattern over ``rounds`` interleaved rounds."""
     start = time.perf_counter()
-    lib = two_stages(name)
+    lib = split_in_two(name)[0]
     print(f"{name}: built in {time.perf_counter() - start:.1f} s", flush=True)
     (spec,) = lib.inputs
     rng = np.random.default_rng(0)

@@ -7,10 +7,10 @@ Usage::
 
 What it does, in one process:
 
-1. Splits ResNet-18 (``ember.testing.workloads``, seeded weights) after a
-   ``graph.relu`` chosen so that both stages have about the same cost (by
-   FLOPs of conv2d/dense, the ops that dominate), or after the ``N``-th
-   relu with ``--split-after``.
+1. Splits ResNet-18 (``ember.testing.workloads``, seeded weights) in two
+   stages of near-equal measured time, as ``pipeline.py`` does
+   (``split-graph{balance=2 costs=…}`` on the network's profile with one
+   kernel thread), or after the ``N``-th relu with ``--split-after``.
 2. Places stage 0 on ``cpu:0`` and stage 1 on ``cpu:1``: one core each
    (worker threads pinned, kernels on one thread each) and builds the
    pipeline for ``llvm`` (the compile time is reported).
@@ -42,53 +42,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp
 
 import ember
-from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph
+from ember.passes.cost import total_cost
+from ember.pipeline import PipelineConfig, PipelineModule, build, split_graph, stage_functions
 from ember.runtime import threads
 from ember.testing import workloads
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pipeline import module_seconds  # noqa: E402 - a sibling script
-
-
-def op_cost(op: object) -> int:
-    """Multiply-adds x 2 for conv2d and dense; one per output element otherwise."""
-    out = op.results[0].type if op.results else None  # type: ignore[attr-defined]
-    if not isinstance(out, TensorType):
-        return 0
-    elements = int(np.prod(out.get_shape()))
-    name = op.name  # type: ignore[attr-defined]
-    if name == "graph.conv2d":
-        weight = op.operands[1].type.get_shape()  # type: ignore[attr-defined]
-        return 2 * elements * int(np.prod(weight[1:]))
-    if name == "graph.dense":
-        weight = op.operands[1].type.get_shape()  # type: ignore[attr-defined]
-        return 2 * elements * int(weight[1])
-    return elements
-
-
-def balanced_relu(module: ModuleOp) -> tuple[int, float]:
-    """The relu occurrence after which the cost splits most evenly, and the
-    share of the cost before it."""
-    func = next(op for op in module.ops if isinstance(op, FuncOp))
-    ops = list(func.body.block.ops)
-    costs = [op_cost(op) for op in ops]
-    total = sum(costs)
-    best: tuple[float, int, float] | None = None
-    prefix, relus = 0, 0
-    for op, cost in zip(ops, costs):
-        prefix += cost
-        if op.name != "graph.relu":
-            continue
-        share = prefix / total
-        if best is None or abs(share - 0.5) < best[0]:
-            best = (abs(share - 0.5), relus, share)
-        relus += 1
-    assert best is not None, "the network has no relu"
-    return best[1], best[2]
+from pipeline import measured_split, module_seconds  # noqa: E402 - a sibling script
 
 
 def stage_seconds(stage_module: ember.runtime.Module, repeat: int) -> float:
@@ -145,10 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     threads.set_num_threads(1)  # one core per stage, in both modes
 
     module, params = workloads.get("resnet18", args.dtype)
-    cut, share = balanced_relu(module)
     if args.split_after is not None:
-        cut, share = args.split_after, float("nan")
-    cfg = PipelineConfig.from_module(split_graph(module, ["relu"], [cut]))
+        split, cut = split_graph(module, ["relu"], [args.split_after]), f"after relu #{args.split_after}"
+    else:
+        whole = ember.build(module, "llvm", params=params)
+        split, cut = measured_split(module, params, whole), "balance=2 on measured kernel times"
+    flops = [total_cost(stage.body.block.ops).flops for stage in stage_functions(split)]
+    share = flops[0] / sum(flops)
+    cfg = PipelineConfig.from_module(split)
     cfg.stages[0].dev, cfg.stages[1].dev = "cpu:0", "cpu:1"
     start = time.perf_counter()
     lib = build(cfg, params=params)
@@ -177,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     pipelined = statistics.median(pipelined_rates)
     report = {
         "dtype": args.dtype,
-        "split_after_relu": cut,
+        "split": cut,
         "flop_share_stage0": share,
         "stage_ms": [t * 1e3 for t in stage_times],
         "pinned_cores": pinned,
@@ -189,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": {"sequential": sequential_rates, "pipelined": pipelined_rates},
     }
     print(
-        f"resnet18 ({args.dtype}) split after relu #{cut} (stage 0 holds {share:.0%} of the FLOPs)"
+        f"resnet18 ({args.dtype}) split by {cut} (stage 0 holds {share:.0%} of the FLOPs)"
     )
     print(
         f"  stages: {report['stage_ms'][0]:.1f} ms on core {pinned[0]}, "

@@ -309,7 +309,7 @@ def test_pipeline_benchmark_prints_one_row_per_mode(capsys) -> None:
     modes = [row.split("|")[2].strip() for row in rows]
     assert modes[:3] == ["sequential", "pipelined (threads)", "pipelined (auto)"]
     assert len(modes) == 4 and modes[3] == "ray: skipped (--no-ray)"
-    assert "inputs inline" in rows[2]
+    assert "plan: back to back" in rows[2] and "inputs back to back" in rows[2]
 
 
 def test_memory_script_end_to_end(tmp_path: Path) -> None:

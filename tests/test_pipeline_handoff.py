@@ -163,7 +163,8 @@ def test_errors_name_the_stage_and_give_their_buffers_back(externs, inline):
 
 def test_the_fast_path_follows_the_stage_times(three_stages, monkeypatch):
     """``inline=None``: inputs run in the caller's thread while the timed
-    stages together stay under INLINE_SECONDS, through the threads when not."""
+    stages together stay under INLINE_SECONDS; else, once each plan is
+    timed, the faster one (here forced through HANDOFF_SECONDS)."""
     _, lib = three_stages
     inputs = _inputs(30)
     monkeypatch.setattr(executor_module, "INLINE_SECONDS", math.inf)
@@ -172,10 +173,113 @@ def test_the_fast_path_follows_the_stage_times(three_stages, monkeypatch):
         # The first input runs through the threads: no stage was timed yet.
         assert 0 < pipe.inline_runs < len(inputs)
     monkeypatch.setattr(executor_module, "INLINE_SECONDS", 0.0)
+    monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", -math.inf)
     with PipelineModule(lib) as pipe:
         again = [out[0].numpy() for out in pipe.map(inputs)]
-        assert pipe.inline_runs == 0
+        # PROBE_INPUTS inputs timed the back-to-back plan; the rest overlapped.
+        assert pipe.inline_runs == executor_module.PROBE_INPUTS
+        assert pipe.plan == "overlapped"
+    monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", math.inf)
+    with PipelineModule(lib) as pipe:
+        third = [out[0].numpy() for out in pipe.map(inputs)]
+        # The inputs in flight before the first finished went through the threads.
+        assert 0 < pipe.inline_runs < len(inputs) and pipe.plan == "back to back"
     np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, third)
+
+
+@pytest.mark.parametrize(
+    ("stage_seconds", "inline_seconds", "plan"),
+    [
+        # Nothing timed: the first input goes through the threads.
+        ((math.nan, math.nan), (math.nan, math.nan), "overlapped"),
+        # Timed in the threads only, too big to run inline unseen: time it back to back.
+        ((0.020, 0.021), (math.nan, math.nan), "timing back to back"),
+        # Tiny stages: back to back, whatever the threads did.
+        ((20e-6, 30e-6), (math.nan, math.nan), "back to back"),
+        # ResNet-18 on two cores: two 21 ms stages overlapped against a 22.8 ms
+        # whole network on both cores: overlapping wins...
+        ((0.0210, 0.0212), (0.0110, 0.0118), "overlapped"),
+        # ... unless interference makes the overlapped stages slower than that.
+        ((0.0229, 0.0236), (0.0110, 0.0118), "back to back"),
+        # Unbalanced stages: back to back wins.
+        ((0.030, 0.012), (0.015, 0.006), "back to back"),
+    ],
+)
+def test_auto_picks_the_faster_plan_from_measured_stage_times(
+    tiny_pipe, stage_seconds, inline_seconds, plan
+):
+    """The plan ``inline=None`` chooses, from fake stage times of a
+    two-stage pipeline: nothing runs, so nothing measured overrides them."""
+    lib = tiny_pipe[2]
+    with PipelineModule(lib) as pipe:
+        for stage, seconds, inline in zip(pipe._plans, stage_seconds, inline_seconds, strict=True):
+            stage.seconds, stage.inline_seconds = seconds, inline
+            stage.inline_samples = 0 if math.isnan(inline) else executor_module.PROBE_INPUTS
+        assert pipe.plan == plan
+        if plan == "overlapped" and not math.isnan(stage_seconds[0]):
+            # One back-to-back time short of PROBE_INPUTS: still timing it.
+            pipe._plans[0].inline_samples -= 1
+            assert pipe.plan == "timing back to back"
+    with PipelineModule(lib, inline=False) as pipe:
+        assert pipe.plan == "overlapped"
+    with PipelineModule(lib, inline=True) as pipe:
+        assert pipe.plan == "back to back"
+
+
+@pytest.mark.parametrize(
+    ("stage_seconds", "chosen", "then"),
+    [
+        ((0.0210, 0.0212), "overlapped", "timing back to back"),
+        ((0.0229, 0.0236), "back to back", "overlapped"),
+    ],
+)
+def test_auto_times_the_plan_it_did_not_choose_again(
+    tiny_pipe, monkeypatch, stage_seconds, chosen, then
+):
+    """After RETIME_SECONDS on a chosen plan, the other plan's times are
+    forgotten, so that it is measured again (the load may have changed)."""
+    monkeypatch.setattr(executor_module, "RETIME_SECONDS", 0.0)
+    with PipelineModule(tiny_pipe[2]) as pipe:
+        for stage, seconds, inline in zip(pipe._plans, stage_seconds, (0.0110, 0.0118)):
+            stage.seconds, stage.inline_seconds = seconds, inline
+            stage.inline_samples = executor_module.PROBE_INPUTS
+        assert pipe.plan == chosen  # the choice is made, and its time noted
+        assert pipe.plan == then  # RETIME_SECONDS later: the other plan is timed again
+        forgotten = 1 if chosen == "overlapped" else 0
+        assert math.isnan(pipe.plan_seconds[forgotten])
+    monkeypatch.setattr(executor_module, "RETIME_SECONDS", math.inf)
+    with PipelineModule(tiny_pipe[2]) as pipe:
+        for stage, seconds, inline in zip(pipe._plans, stage_seconds, (0.0110, 0.0118)):
+            stage.seconds, stage.inline_seconds = seconds, inline
+            stage.inline_samples = executor_module.PROBE_INPUTS
+        assert [pipe.plan for _ in range(3)] == [chosen] * 3
+
+
+def test_back_to_back_runs_on_every_kernel_thread(tiny_pipe, monkeypatch):
+    """While its workers hold the cores' shares, an executor that runs an
+    input back to back gives its kernels every thread, then the share again."""
+    _, _, lib = tiny_pipe
+    before = threads.num_threads()
+    seen: list[int] = []
+    with PipelineModule(lib) as pipe:
+        pipe.set_input("data", np.zeros((1, 3, 8, 8), np.float32))
+        pipe.run()  # the first input starts the workers
+        pipe.get_output(timeout=60)
+        share = pipe.kernel_threads
+        assert threads.num_threads() == share
+        stage = pipe._plans[0]
+        original = stage.stage.module.run
+
+        def spy(inputs, outputs):
+            seen.append(threads.num_threads())
+            original(inputs, outputs)
+
+        monkeypatch.setattr(stage.stage.module, "run", spy)
+        pipe.run(sync=True)
+        pipe.get_output(timeout=60)
+        assert threads.num_threads() == share
+    assert seen == [before]
 
 
 def test_stages_share_the_cores_for_kernel_threads(tiny_pipe):
@@ -235,6 +339,40 @@ def test_channel_is_a_bounded_fifo_that_loses_no_wake_up():
     with pytest.raises(Exception) as empty:
         channel.get(timeout=0.01)
     assert type(empty.value).__name__ == "Empty"
+
+
+def test_values_between_stages_are_preallocated_when_the_workers_start(three_stages):
+    """Each value between stages gets, at start, as many buffers as the
+    threads can hold at once (the writer's, then per stage up to its last
+    reader a full queue and the running input): none is allocated later."""
+    _, lib = three_stages
+    with PipelineModule(lib, inline=False, capacity=2) as pipe:
+        list(pipe.map(_inputs(1)))
+        between = {
+            key: pipe._layout.pools[slot]
+            for key, slot in pipe._layout.slots.items()
+            if key[0] >= 0 and pipe._layout.pools[slot] is not None
+        }
+        # relu's value is read by stages 1 and 2; exp+add's by stage 2.
+        assert {key: pool.span for key, pool in between.items()} == {(0, 0): 2, (1, 0): 1}
+        assert {key: pool.allocated for key, pool in between.items()} == {(0, 0): 7, (1, 0): 4}
+        list(pipe.map(_inputs(300)))
+        assert {key: pool.allocated for key, pool in between.items()} == {(0, 0): 7, (1, 0): 4}
+
+
+def test_outputs_from_blocks_stay_the_callers_own(three_stages):
+    """Global outputs are carved from blocks shared by many inputs: every
+    one is a distinct array that later inputs never write (kept as NDArrays
+    here, not copied out)."""
+    module, lib = three_stages
+    inputs = [np.full(4, i - 50, np.float32) for i in range(100)]
+    with PipelineModule(lib, inline=False) as pipe:
+        kept = [outputs[0] for outputs in pipe.map(inputs)]
+        kept += [outputs[0] for outputs in pipe.map(inputs[:40])]
+    assert len({array.data_ptr for array in kept}) == 140
+    for data, got in zip(inputs + inputs[:40], kept):
+        expected = ember.interpret(module, "main", data)[0]
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
 
 
 def test_inline_must_be_a_bool_or_none(three_stages):

@@ -198,7 +198,9 @@ def test_using_the_executor_from_inside_its_own_stage_is_an_error(externs):
                 except PipelineError as e:
                     errors.append(e)
 
-    with PipelineModule(_chain(stage)) as pipe:
+    # inline=False: every input through the workers (auto could time its
+    # back-to-back plan on the submitted input, in this thread).
+    with PipelineModule(_chain(stage), inline=False) as pipe:
         holder.append(pipe)
         pipe.set_input("x", _x(-1))
         pipe.run()  # in stage 0's worker thread

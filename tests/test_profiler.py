@@ -20,6 +20,7 @@ import pytest
 
 import ember
 from ember.errors import RuntimeFailure
+from ember.pipeline import op_costs
 from ember.runtime import peak
 from ember.runtime.profiler import Profile
 from ember.testing import workloads
@@ -122,6 +123,116 @@ def test_profile_rejects_what_it_cannot_time() -> None:
         compiled.profile(repeat=1)
     with pytest.raises(RuntimeFailure, match="not a profile"):
         Profile.from_dict({"entry": "main"})
+
+
+# --------------------------------------------------------------------------
+# Measured costs per graph op, for split-graph{balance=N costs=FILE}
+# --------------------------------------------------------------------------
+
+# Two dense+relu groups of one shape share one fused kernel, whose ops the
+# second call must not take from the first.
+DENSE_CHAIN = """\
+func.func @main(%x: tensor<1x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<32x32xf32>, %w2: tensor<4x32xf32>) -> tensor<1x4xf32> {
+  %h = graph.dense %x, %w0 : (tensor<1x32xf32>, tensor<32x32xf32>) -> tensor<1x32xf32>
+  %r = graph.relu %h : tensor<1x32xf32>
+  %g = graph.dense %r, %w1 : (tensor<1x32xf32>, tensor<32x32xf32>) -> tensor<1x32xf32>
+  %s = graph.relu %g : tensor<1x32xf32>
+  %y = graph.dense %s, %w2 : (tensor<1x32xf32>, tensor<4x32xf32>) -> tensor<1x4xf32>
+  func.return %y : tensor<1x4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def chain_profile() -> Profile:
+    rng = np.random.default_rng(0)
+    executor = ember.GraphExecutor(ember.build(DENSE_CHAIN, target="llvm"))
+    inputs = {
+        spec.name: rng.uniform(-1, 1, spec.shape).astype(spec.dtype)
+        for spec in executor.module.input_specs
+    }
+    return executor.profile(repeat=3, **inputs)
+
+
+def test_op_costs_give_each_kernels_time_to_the_ops_it_computes(chain_profile: Profile) -> None:
+    from ember.passes.cost import op_cost
+
+    module = ember.parse(DENSE_CHAIN)
+    assert [row.name for row in chain_profile.rows] == [
+        "fused_dense_relu", "fused_dense_relu", "dense"
+    ]
+    costs = op_costs(chain_profile, module)
+    assert set(costs) == {
+        ("graph.dense", 0), ("graph.relu", 0), ("graph.dense", 1), ("graph.relu", 1),
+        ("graph.dense", 2),
+    }
+    first, second, last = (row.median_ms / 1e3 for row in chain_profile.rows)
+    assert costs[("graph.dense", 0)] + costs[("graph.relu", 0)] == pytest.approx(first)
+    assert costs[("graph.dense", 1)] + costs[("graph.relu", 1)] == pytest.approx(second)
+    assert costs[("graph.dense", 2)] == pytest.approx(last)
+    # A fused kernel's time is split by the ops' estimated cost.
+    ops = list(next(iter(module.ops)).body.block.ops)
+    dense, relu = op_cost(ops[0]), op_cost(ops[1])
+    assert costs[("graph.dense", 0)] / first == pytest.approx(
+        (dense.flops + dense.bytes / 1e6)
+        / (dense.flops + dense.bytes / 1e6 + relu.flops + relu.bytes / 1e6)
+    )
+
+
+def test_the_costs_file_moves_split_graphs_cut(chain_profile: Profile, tmp_path: Path) -> None:
+    """What the profiler writes, split-graph reads; making one op the heavy
+    one (as a slow kernel would) moves the balanced cut next to it."""
+    from ember.pipeline import load_op_costs, save_op_costs, stage_functions
+
+    module = ember.parse(DENSE_CHAIN)
+    path = tmp_path / "costs.json"
+    written = op_costs(chain_profile, module)
+    save_op_costs(path, written)
+    assert load_op_costs(path) == pytest.approx(written)
+    for heavy, last_of_stage_0 in ((("graph.dense", 0), "graph.dense"), (("graph.dense", 2), "graph.relu")):
+        inflated = dict(written)
+        inflated[heavy] = 100 * sum(written.values())
+        save_op_costs(path, inflated)
+        split = ember.apply_passes(module, f"split-graph{{balance=2 costs={path}}}")
+        stage_0, stage_1 = stage_functions(split)
+        ops_0 = [op.name for op in stage_0.body.block.ops][:-1]
+        ops_1 = [op.name for op in stage_1.body.block.ops][:-1]
+        assert ops_0[-1] == last_of_stage_0
+        # The heavy op is alone in its stage.
+        assert (ops_0 if heavy[1] == 0 else ops_1) == ["graph.dense"]
+
+
+def test_op_costs_need_the_module_the_profile_was_built_from(chain_profile: Profile) -> None:
+    with pytest.raises(RuntimeFailure, match="lowers to 2 kernel calls but the profile has 3"):
+        op_costs(chain_profile, ember.parse(TWO_RELUS))
+    with pytest.raises(RuntimeFailure, match="no function @nope"):
+        op_costs(chain_profile, ember.parse(DENSE_CHAIN), entry="nope")
+    with pytest.raises(RuntimeFailure, match="only a profile of target 'llvm'"):
+        op_costs(chain_profile, ember.parse(DENSE_CHAIN), target="llvm -libs=blas")
+
+
+def test_ember_run_writes_the_costs_file(tmp_path: Path) -> None:
+    from ember.passes.split_graph import load_op_costs
+
+    source = tmp_path / "chain.mlir"
+    source.write_text(DENSE_CHAIN)
+    costs = tmp_path / "costs.json"
+    result = run_tool(
+        "ember-run", source, "--random-inputs", "--profile", "2", "--threads", "1",
+        "--costs-out", costs,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "1 thread(s)" in result.stdout
+    assert f"saved the measured times of 5 ops of @main to {costs}" in result.stdout
+    assert len(load_op_costs(costs)) == 5
+    assert_user_error(
+        run_tool("ember-run", source, "--random-inputs", "--costs-out", costs),
+        "--costs-out writes what --profile measures",
+    )
+    assert_user_error(
+        run_tool("ember-run", source, "--random-inputs", "--threads", "0"),
+        "--threads needs a positive number, got 0",
+    )
 
 
 # --------------------------------------------------------------------------

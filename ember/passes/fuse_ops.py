@@ -395,6 +395,11 @@ def _inline_call(call: CallOp, callee: FuncOp) -> list[Operation]:
         if op is terminator:
             break
         copy = op.clone(value_mapper=mapping)
+        # A fused function is shared by every group with its key: its ops
+        # carry the first group's locations.  The call's location is this
+        # group's own ops (fuse-ops sets it), so the kernel says which ops
+        # it computes here (the profiler's per-op costs read it).
+        copy.location = call.location
         block.insert_op_before(copy, call)
         copies.append(copy)
     for result, value in zip(call.results, terminator.operands):

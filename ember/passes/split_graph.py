@@ -71,7 +71,9 @@ __all__ = [
     "SplitPlan",
     "balanced_cuts",
     "load_op_costs",
+    "op_keys",
     "plan_split",
+    "save_op_costs",
     "split_graph",
     "stage_functions",
 ]
@@ -360,7 +362,7 @@ def _report_split(
     times: list[float] = []
     if measured is not None:
         body = [op for ops in plan.stages for op in ops]
-        key_of = dict(zip(body, _occurrences(body)))
+        key_of = dict(zip(body, op_keys(body)))
         times = [sum(measured.get(key_of[op], 0.0) for op in ops) for ops in plan.stages]
     for s, (ops, name) in enumerate(zip(plan.stages, names)):
         if s + 1 < len(plan.stages):
@@ -476,8 +478,9 @@ OpCosts = Mapping[tuple[str, int], float]
 """Measured cost per op, keyed as cuts are: ``(op name, occurrence)``."""
 
 
-def _occurrences(body: Sequence[Operation]) -> list[tuple[str, int]]:
-    """``(op name, occurrence)`` of each op of ``body``, as cuts count them."""
+def op_keys(body: Sequence[Operation]) -> list[tuple[str, int]]:
+    """``(op name, occurrence)`` of each op of ``body``, as cuts count them
+    (the keys of :data:`OpCosts`)."""
     seen: dict[str, int] = {}
     keys = []
     for op in body:
@@ -491,7 +494,7 @@ def _measured_weights(
 ) -> list[float]:
     """Each op's measured cost; ops not listed (fused into a listed one, or
     too small to time) weigh nothing.  Every listed op must exist."""
-    keys = _occurrences(body)
+    keys = op_keys(body)
     present = set(keys)
     for (name, index), value in costs.items():
         if (name, index) not in present:
@@ -545,6 +548,19 @@ def load_op_costs(path: str | os.PathLike[str]) -> dict[tuple[str, int], float]:
             raise PassError(f"{where}: ops[{number}] repeats {key[0]} #{key[1]}")
         costs[key] = entry["seconds"]
     return costs
+
+
+def save_op_costs(path: str | os.PathLike[str], costs: OpCosts) -> None:
+    """Write ``costs`` as the file :func:`load_op_costs` reads (what
+    :func:`ember.pipeline.op_costs` measures)."""
+    entries = [
+        {"op": name, "index": index, "seconds": float(seconds)}
+        for (name, index), seconds in costs.items()
+    ]
+    try:
+        Path(path).write_text(json.dumps({"ops": entries}, indent=1) + "\n")
+    except OSError as e:
+        raise PassError(f"cannot write split-graph costs file {path}: {e}") from None
 
 
 def balanced_cuts(

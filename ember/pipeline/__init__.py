@@ -77,9 +77,12 @@ __all__ = [
     "build",
     "interpret_pipeline",
     "load_library",
+    "load_op_costs",
+    "op_costs",
     "open_pipeline_file",
     "run_pipeline",
     "run_pipeline_file",
+    "save_op_costs",
     "split_graph",
     "stage_functions",
 ]
@@ -107,6 +110,10 @@ def interpret_pipeline(module: Any, entry: str = "main", *args: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("load_op_costs", "op_costs", "save_op_costs"):
+        from ember.pipeline import costs
+
+        return getattr(costs, name)
     # The Ray executor imports Ray, so it is imported only when asked for.
     if name in ("RayPipelineExecutor", "RayPlacement"):
         from ember.pipeline import ray_executor

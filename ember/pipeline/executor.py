@@ -12,8 +12,8 @@ next result — over a :class:`~ember.pipeline.build.PipelineLibrary`::
 How it runs
 -----------
 One Python thread per stage, started on the first pipelined ``run()``,
-joined by bounded channels (a ``deque`` that takes a lock only when a side
-must sleep, after a short poll): while stage 1 works on input *n*, stage 0
+joined by bounded channels (C queues whose waits sleep with the GIL
+released): while stage 1 works on input *n*, stage 0
 works on input *n + 1*.  Threads are enough: compiled stages run native
 code through ctypes, which releases the GIL.  Each item carries its input
 index and one slot per value flowing down the pipeline.  Values between
@@ -26,10 +26,14 @@ caller's to keep.  Results leave the last stage in input order, and
 While the workers run, kernels' parallel loops get a share of the cores
 (``kernel_threads``: one per pinned stage, else the cores divided among
 the host's stages), so that stage threads and kernel teams do not fight.
-Stages too small to gain from threads (together under
-:data:`INLINE_SECONDS` per input, as timed while they run) run back to
-back in the caller's thread instead (``inline=None``, the default;
-``inline=False`` always uses the threads); ``inline_runs`` counts them.
+With ``inline=None`` (the default) the executor chooses a *plan* from
+the stage times it measures (``plan``, ``plan_seconds``): overlapped
+through the threads, or back to back in the caller's thread with the
+kernels on every core — for stages too small to gain from threads
+(together under :data:`INLINE_SECONDS` per input), and wherever that was
+measured faster than the slowest overlapped stage plus the hand-off
+(:data:`HANDOFF_SECONDS`); ``inline=False`` always uses the threads,
+``inline=True`` never; ``inline_runs`` counts inputs run back to back.
 ``map`` takes such inputs a window at a time through every stage with one
 native call (its lane, ``_Lane``: see docs/pipeline.md).
 
@@ -95,6 +99,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
@@ -156,6 +161,36 @@ INLINE_SECONDS = 100e-6
 run them back to back in the caller's thread.  Handing an input to a
 thread costs tens of microseconds on a busy machine (a wake-up, the GIL
 changing hands): more than pipelining such stages could win."""
+
+HANDOFF_SECONDS = 50e-6
+"""``inline=None``: what an input costs through the stage threads beyond
+the slower stage's own time (queues, wake-ups, the GIL changing hands;
+50-90 µs measured on 2 cores).  Running the stages back to back in the
+caller's thread with every kernel thread wins when they take less than
+the slower stage overlapped plus this."""
+
+OVERLAPPED = "overlapped"
+"""A plan (:attr:`PipelineExecutor.plan`): each stage in its worker thread,
+inputs in flight at once, the kernels on each stage's share of the cores."""
+
+BACK_TO_BACK = "back to back"
+"""A plan: the stages one after another in the caller's thread, the
+kernels on every core (``map``'s lane when the stages allow it)."""
+
+TIMING_BACK_TO_BACK = "timing back to back"
+"""A plan: the next input runs back to back to time that plan (the first
+:data:`PROBE_INPUTS` inputs that do)."""
+
+PROBE_INPUTS = 3
+"""Inputs run back to back, one at a time, before ``inline=None`` compares
+the plans: the lower envelope of a few, as the overlapped plan's is of
+every input it ran, so that one slow run does not decide."""
+
+RETIME_SECONDS = 10.0
+"""How long ``inline=None`` keeps a choice made by comparing the plans
+before it forgets the other plan's times and measures them again: a
+plan that does not run keeps its old figures, and the machine's load
+changes what each plan takes."""
 
 DEFAULT_CLOSE_TIMEOUT = 5.0
 """Seconds ``close()`` waits for workers to finish their current stage."""
@@ -255,16 +290,32 @@ class _BufferPool:
     after the first few inputs a run allocates nothing: as many buffers
     exist as inputs ever held the value at once, which the bounded queues
     bound.  ``take``/``give`` are single ``list`` operations, atomic under
-    the GIL, so the two stages' threads need no lock.
+    the GIL, so the two stages' threads need no lock.  A value between
+    stages is preallocated when the workers start (:meth:`reserve`): the
+    most inputs that can hold it at once through the threads.
     """
 
-    __slots__ = ("allocated", "dtype", "free", "memory", "shape")
+    __slots__ = ("allocated", "dtype", "free", "memory", "shape", "span")
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, memory: Device) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], dtype: str, memory: Device, span: int | None = None
+    ) -> None:
         self.shape, self.dtype, self.memory = shape, dtype, memory
+        self.span = span
+        """Stages from the one that writes the value to the last that reads
+        it (None for a global input, which as many inputs as are in flight hold)."""
         self.free: list[NDArray] = []
         self.allocated = 0
         """Buffers made so far (tests check that it stops growing)."""
+
+    def reserve(self, capacity: int) -> None:
+        """Allocate what the stage threads can hold at once with queues of
+        ``capacity``: the writer's input, and for each later stage up to the
+        last reader, a full queue and the one it runs."""
+        if self.span is not None:
+            while self.allocated < 1 + self.span * (capacity + 1):
+                self.allocated += 1
+                self.free.append(empty(self.shape, self.dtype, self.memory))
 
     def take(self) -> NDArray:
         try:
@@ -277,14 +328,47 @@ class _BufferPool:
         self.free.append(buffer)
 
 
+OUTPUT_BLOCK_BYTES = 1 << 20
+"""Global outputs are carved from blocks of at most this many bytes (and
+at most :data:`OUTPUT_BLOCK_ROWS` outputs): one allocation for many
+inputs.  An output the caller keeps keeps its block alive."""
+
+OUTPUT_BLOCK_ROWS = 32
+
+
+class _OutputRows:
+    """New arrays for one global output, which the caller keeps: taken from
+    a block of them allocated at once (``host_rows``), a list pop per input
+    where a fresh ``nd.empty`` costs tens of microseconds of Python."""
+
+    __slots__ = ("dtype", "memory", "rows", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, memory: Device) -> None:
+        self.shape, self.dtype, self.memory = shape, dtype, memory
+        self.rows: list[NDArray] = []
+
+    def take(self) -> NDArray:
+        try:
+            return self.rows.pop()
+        except IndexError:
+            if self.memory.kind != "cpu":
+                return empty(self.shape, self.dtype, self.memory)
+            dtype = np.dtype(self.dtype)
+            size = max(math.prod(self.shape) * dtype.itemsize, 1)
+            count = max(1, min(OUTPUT_BLOCK_ROWS, OUTPUT_BLOCK_BYTES // size))
+            self.rows = host_rows(count, self.shape, dtype)[1][::-1]
+            return self.rows.pop()
+
+
 @dataclass(frozen=True)
 class _Layout:
     """Where an item keeps each value: ``slots[key]`` indexes ``item.values``,
     and ``pools[slot]`` recycles that value's buffers (None for a global
-    output, which is the caller's once read: allocated per input)."""
+    output, which is the caller's once read: ``fresh[slot]`` makes them)."""
 
     slots: Mapping[Key, int]
     pools: tuple[_BufferPool | None, ...]
+    fresh: tuple[_OutputRows | None, ...]
 
     def new_values(self) -> list[NDArray | None]:
         return [None] * len(self.pools)
@@ -314,21 +398,25 @@ class _StagePlan:
     memory: Device
     """Where this stage's buffers live: the host for CPU stages."""
     seconds: float = math.nan
-    """The stage's recent time per input, NaN until it has run."""
+    """The stage's recent time per input in its worker thread (overlapping
+    the other stages, on its share of kernel threads), NaN until it has run there."""
+    inline_seconds: float = math.nan
+    """Its recent time per input back to back in the caller's thread, NaN
+    until it has run there."""
+    inline_samples: int = 0
+    """How many times :attr:`inline_seconds` was recorded."""
 
-    def run(self, item: _Item) -> None:
-        """Run the stage on ``item`` in place; record a failure as its error."""
-        stage, values, pools = self.stage, item.values, self.layout.pools
+    def run(self, item: _Item, here: bool = False) -> None:
+        """Run the stage on ``item`` in place; record a failure as its error.
+        ``here``: in the caller's thread, back to back with the other stages."""
+        stage, values = self.stage, item.values
+        pools, fresh = self.layout.pools, self.layout.fresh
         outputs = []
         try:
             inputs = [self._on_device(values[slot]) for slot in self.input_slots]
-            for slot, spec in zip(self.output_slots, stage.module.output_specs):
+            for slot in self.output_slots:
                 pool = pools[slot]
-                outputs.append(
-                    empty(spec.shape, spec.dtype, self.memory)
-                    if pool is None
-                    else pool.take()
-                )
+                outputs.append(fresh[slot].take() if pool is None else pool.take())  # type: ignore[union-attr]
             start = time.perf_counter()
             stage.module.run(inputs, outputs)
             took = time.perf_counter() - start
@@ -338,16 +426,22 @@ class _StagePlan:
                 values[slot] = output  # taken before the failure: given back too
             self.layout.release(values, range(len(values)))
             return
-        self.record(took)
+        self.record(took, here)
         for slot, output in zip(self.output_slots, outputs):
             values[slot] = output
         self.layout.release(values, self.released)
 
-    def record(self, took: float) -> None:
-        """Keep the lower envelope of the stage's times: a drop is taken at
+    def record(self, took: float, here: bool = False) -> None:
+        """Keep the lower envelope of the stage's times (``here``: back to
+        back in the caller's thread, else in its worker): a drop is taken at
         once, a rise (or a run preempted on a busy machine) only bit by bit."""
-        seconds = self.seconds
-        self.seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+        seconds = self.inline_seconds if here else self.seconds
+        seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+        if here:
+            self.inline_seconds = seconds
+            self.inline_samples += 1
+        else:
+            self.seconds = seconds
 
     def _on_device(self, value: NDArray | None) -> NDArray:
         assert value is not None  # every source runs before its readers
@@ -369,15 +463,19 @@ def _plans(lib: PipelineLibrary) -> list[_StagePlan]:
         for spec in lib.inputs
         if (-1, spec.name) in last_use
     }
+    spans: dict[Key, int] = {}
     for s, stage in enumerate(lib.stages):
         for i, spec in enumerate(stage.module.output_specs):
             specs[(s, i)] = (spec.shape, spec.dtype, memories[s])
+            spans[(s, i)] = last_use.get((s, i), s) - s
     slots = {key: slot for slot, key in enumerate(specs)}
     layout = _Layout(
         slots,
         tuple(
-            None if key in kept else _BufferPool(*spec) for key, spec in specs.items()
+            None if key in kept else _BufferPool(*spec, spans.get(key))
+            for key, spec in specs.items()
         ),
+        tuple(_OutputRows(*spec) if key in kept else None for key, spec in specs.items()),
     )
     plans = []
     for s, stage in enumerate(lib.stages):
@@ -496,7 +594,7 @@ class _Lane:
             complete = failed // stages
         else:
             for plan, total in zip(self.plans, seconds):
-                plan.record(total / count)
+                plan.record(total / count, here=True)
         columns = []
         for rows in self.outputs:
             fresh, arrays = host_rows(complete, rows.shape[1:], rows.dtype)
@@ -510,86 +608,43 @@ class _Lane:
 # --------------------------------------------------------------------------
 
 
-SPIN_SECONDS = 50e-6
-"""How long a thread that finds its channel empty polls it (yielding its
-core at each poll) before it sleeps on a condition.  Waking a sleeping
-thread costs tens of microseconds on a busy machine, more than a small
-stage's work; the next item of a stream usually arrives sooner."""
-
-
 class _Channel:
     """A FIFO between threads, TVM's ``QueueData`` without the copies.
 
-    The fast path is a ``deque`` append or pop, atomic under the GIL: no
-    lock, no wake-up.  A consumer that finds it empty polls for
-    :data:`SPIN_SECONDS`, then sleeps on a condition that a producer
-    notifies only when someone sleeps (``getters``); a producer facing a
-    full channel (``capacity`` items; 0: unbounded) sleeps likewise
-    (``putters``).  Every count is changed and read under the GIL in an
-    order that loses no wake-up: a sleeper registers, then checks, under
-    the condition's lock; the other side changes the deque, then reads
-    the count, and takes the lock to notify.
+    Two C queues (``queue.SimpleQueue``): ``items``, and, when bounded,
+    ``credits`` holding one token per free place (``capacity``; 0:
+    unbounded).  A put takes a credit, then appends; a get pops, then gives
+    the credit back.  Both sides are single calls into C that sleep with
+    the GIL released when they must wait (a futex, woken by the other
+    side's call): no Python lock, condition or object per item, and a
+    sleeping thread costs nothing until its item arrives.
     """
 
-    __slots__ = ("capacity", "getters", "items", "putters", "ready")
+    __slots__ = ("capacity", "credits", "items")
 
     def __init__(self, capacity: int = 0) -> None:
-        self.items: deque[Any] = deque()
+        self.items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.capacity = capacity
-        self.ready = threading.Condition(threading.Lock())
-        self.getters = 0
-        self.putters = 0
+        self.credits: queue.SimpleQueue[None] | None = None
+        if capacity:
+            self.credits = queue.SimpleQueue()
+            for _ in range(capacity):
+                self.credits.put(None)
 
     def put(self, item: Any) -> None:
-        if self.capacity and len(self.items) >= self.capacity:
-            with self.ready:
-                self.putters += 1
-                try:
-                    while len(self.items) >= self.capacity:
-                        self.ready.wait()
-                finally:
-                    self.putters -= 1
-        self.items.append(item)
-        if self.getters:
-            with self.ready:
-                self.ready.notify_all()
+        if self.credits is not None:
+            self.credits.get()
+        self.items.put(item)
 
     def get(self, timeout: float | None = None) -> Any:
         """The next item; raise ``queue.Empty`` after ``timeout`` seconds."""
-        try:
-            item = self.items.popleft()
-        except IndexError:
-            item = self._wait(timeout)
-        if self.putters:
-            with self.ready:
-                self.ready.notify_all()
+        item = self.items.get(timeout=timeout)
+        if self.credits is not None:
+            self.credits.put(None)
         return item
 
-    def _wait(self, timeout: float | None) -> Any:
-        items = self.items
-        now = time.monotonic()
-        deadline = None if timeout is None else now + timeout
-        spin_end = now + SPIN_SECONDS
-        if deadline is not None:
-            spin_end = min(spin_end, deadline)
-        while time.monotonic() < spin_end:
-            os.sched_yield()  # releases the GIL and the core to a runnable thread
-            if items:
-                return items.popleft()
-        with self.ready:
-            self.getters += 1
-            try:
-                while not items:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        raise queue.Empty
-                    self.ready.wait(remaining)
-                return items.popleft()
-            finally:
-                self.getters -= 1
-
     def __len__(self) -> int:
-        return len(self.items)
+        return self.items.qsize()
 
 
 _WAKE = object()
@@ -790,6 +845,31 @@ def _unshare_kernel_threads(share: int) -> None:
             threads.set_num_threads(_saved_thread_count)
 
 
+@contextmanager
+def _every_kernel_thread(share: int | None) -> Iterator[None]:
+    """Kernels on the count from before executors shared the cores out,
+    inside the block, when ``share`` (an executor's) is the only share held:
+    that executor runs its stages back to back in the caller's thread, its
+    workers idle.  Otherwise nothing changes."""
+    from ember.runtime import threads
+
+    with _threads_lock:
+        lend = (
+            share is not None and _thread_shares == [share] and _saved_thread_count is not None
+        )
+        if lend:
+            threads.set_num_threads(_saved_thread_count)  # type: ignore[arg-type]
+    if not lend:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            if _thread_shares:
+                threads.set_num_threads(min(_thread_shares))
+
+
 def _shutdown(workers: _Workers, shared: list[int | None], timeout: float) -> bool:
     """Stop ``workers`` and give back their share of kernel threads; run once."""
     stopped = workers.shutdown(timeout)
@@ -904,6 +984,8 @@ class PipelineExecutor(PipelineInputs):
         if inline not in (None, True, False):
             raise PipelineError(f"inline must be True, False or None, got {inline!r}")
         self._inline = inline
+        self._chosen_at: float | None = None
+        """When ``inline=None`` last chose by comparing the plans' times."""
         self.inline_runs = 0
         """Inputs of ``run``/``submit``/``map`` that ran in the caller's thread
         (see ``inline``), not counting ``run(sync=True)``."""
@@ -1094,12 +1176,15 @@ class PipelineExecutor(PipelineInputs):
                 staged = self._with_inputs(one, {}, "map()")
                 # Nothing the lane's choice depends on changes while it fills.
                 joins = bool(batch)
-                if not joins and self._lane_fits and self._runs_inline():
+                plan = None if joins or not self._lane_fits else self.plan
+                if plan is not None and plan != OVERLAPPED:
                     while pending:  # theirs come first
                         yield self._read_own(pending)
                     joins = self._lane_is_free()
                     if joins:
                         full = min(lane_window, self._lane.slots)  # type: ignore[union-attr]
+                        if plan == TIMING_BACK_TO_BACK:
+                            full = 1  # one input times it
                 if joins:
                     batch.append(staged)
                     if len(batch) == full:
@@ -1146,7 +1231,8 @@ class PipelineExecutor(PipelineInputs):
             self._check_open("map()")
             first = self._next_in
             self._next_in += len(batch)
-        results, error = self._lane.run(batch, first)
+        with _every_kernel_thread(self._shared[0]):
+            results, error = self._lane.run(batch, first)
         self.inline_runs += len(results) + (error is not None)
         self.lane_windows += 1
         batch.clear()
@@ -1220,16 +1306,72 @@ class PipelineExecutor(PipelineInputs):
             self._run_here(item)
         return item.index
 
-    def _runs_inline(self) -> bool:
-        """Whether the next input runs in the caller's thread (the small-stage
-        fast path): ``inline=True``, or ``None`` while every stage has been
-        timed and all together take less than :data:`INLINE_SECONDS`."""
+    @property
+    def plan(self) -> str:
+        """How the next input runs: :data:`OVERLAPPED` (through the stage
+        threads), :data:`BACK_TO_BACK` (in the caller's thread, kernels on
+        every core) or :data:`TIMING_BACK_TO_BACK` (back to back, once, to
+        time it).  ``inline=False``/``True`` fix it; with ``inline=None``
+        the executor chooses from the stage times it measured
+        (:attr:`plan_seconds`): back to back while the stages together
+        take under :data:`INLINE_SECONDS`; else, once both plans are timed
+        (the first inputs overlapped, then :data:`PROBE_INPUTS` back to back),
+        whichever takes less per input, the overlapped one being charged
+        :data:`HANDOFF_SECONDS` for its hand-off; every
+        :data:`RETIME_SECONDS` the plan not chosen is timed again."""
         if self._inline is not None:
-            return self._inline
-        total = 0.0
-        for plan in self._plans:
-            total += plan.seconds  # NaN until the stage has run once
-        return total < INLINE_SECONDS
+            return BACK_TO_BACK if self._inline else OVERLAPPED
+        choice = self._compare_plans()
+        if choice is None:
+            return self._choose_plan()
+        now = time.monotonic()
+        if self._chosen_at is None:
+            self._chosen_at = now
+        elif now - self._chosen_at > RETIME_SECONDS:
+            self._chosen_at = None
+            for stage in self._plans:  # forget the other plan's times
+                if choice == BACK_TO_BACK:
+                    stage.seconds = math.nan
+                else:
+                    stage.inline_seconds, stage.inline_samples = math.nan, 0
+        return self._choose_plan()
+
+    def _compare_plans(self) -> str | None:
+        """The plan a comparison of both measured plans chooses now, or
+        None when the choice is not a comparison (small stages, a plan
+        not timed yet)."""
+        choice = self._choose_plan()
+        overlapped, back_to_back = self.plan_seconds
+        if choice == TIMING_BACK_TO_BACK or math.isnan(back_to_back) or back_to_back < INLINE_SECONDS:
+            return None
+        return choice
+
+    def _choose_plan(self) -> str:
+        """:attr:`plan` from the times as they are (``inline=None``)."""
+        overlapped, back_to_back = self.plan_seconds
+        if math.isnan(back_to_back):  # not run back to back yet: the threads' sum
+            back_to_back = math.fsum(plan.seconds for plan in self._plans)
+        if back_to_back < INLINE_SECONDS:
+            return BACK_TO_BACK
+        if math.isnan(overlapped):
+            return OVERLAPPED  # the first input times the stages in their threads
+        if min(plan.inline_samples for plan in self._plans) < PROBE_INPUTS:
+            return TIMING_BACK_TO_BACK
+        return BACK_TO_BACK if back_to_back <= overlapped + HANDOFF_SECONDS else OVERLAPPED
+
+    @property
+    def plan_seconds(self) -> tuple[float, float]:
+        """Measured seconds per input of each plan, NaN until timed:
+        overlapped (the slowest stage in its thread, the others running
+        beside it) and back to back (the stages' sum in the caller's thread)."""
+        overlapped = max((plan.seconds for plan in self._plans), default=math.nan)
+        if any(math.isnan(plan.seconds) for plan in self._plans):
+            overlapped = math.nan
+        return overlapped, math.fsum(plan.inline_seconds for plan in self._plans)
+
+    def _runs_inline(self) -> bool:
+        """Whether the next input runs in the caller's thread (see :attr:`plan`)."""
+        return self.plan != OVERLAPPED
 
     def _run_here(self, item: _Item) -> None:
         """``run(sync=True)`` and the inline fast path: every stage in this
@@ -1240,10 +1382,11 @@ class PipelineExecutor(PipelineInputs):
         )
         plan = self._plans[0]
         try:
-            for plan in self._plans:
-                _current.workers, _current.stage = self._workers, plan.stage
-                if item.error is None:
-                    plan.run(item)  # an Exception becomes this item's error
+            with _every_kernel_thread(self._shared[0]):
+                for plan in self._plans:
+                    _current.workers, _current.stage = self._workers, plan.stage
+                    if item.error is None:
+                        plan.run(item, here=True)  # an Exception becomes this item's error
         except BaseException as e:
             # KeyboardInterrupt or SystemExit from the stage: the pipeline
             # stops for every waiter, and this thread re-raises it.
@@ -1273,6 +1416,9 @@ class PipelineExecutor(PipelineInputs):
             self._reserving += 1
 
     def _start(self) -> None:
+        for pool in self._layout.pools:
+            if pool is not None:
+                pool.reserve(self._capacity)
         share = self.kernel_threads
         _share_kernel_threads(share)
         self._shared[0] = share

@@ -18,6 +18,8 @@ Shares are of ``total`` = the kernels' medians + ``overhead``, so they and
 ``overhead_share`` sum to 1.  A clock read costs ~20 ns, charged to the
 kernel it precedes.  :meth:`Profile.as_dict` (and :meth:`Profile.to_json`)
 key the kernels by call: the kernel's name, ``name#2``… for its later calls.
+:func:`ember.pipeline.op_costs` turns a profile into measured seconds per
+graph op, the costs ``split-graph{balance=N costs=FILE}`` balances.
 """
 
 from __future__ import annotations
@@ -203,3 +205,4 @@ def profile_executor(executor: GraphExecutor, repeat: int) -> Profile:
     return Profile(
         lib.entry_name, tuple(rows), float(medians[-1]), repeat, threads, peak_gflops, machine.cpu
     )
+

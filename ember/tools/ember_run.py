@@ -27,7 +27,9 @@ target string (``"llvm -mattr=-avx"``, ``"llvm -libs=blas"``, ``"interp"``):
 the features it lacks.  ``--profile N``
 prints ``GraphExecutor.profile``'s table: one row per kernel call (fused
 ops, shape, median time, share, GFLOP/s, % of this machine's peak) and the
-per-inference time outside kernels.
+per-inference time outside kernels; ``--costs-out FILE`` also writes each
+graph op's measured seconds, the file ``split-graph{balance=N costs=FILE}``
+balances (``--threads N``: kernels on N threads, e.g. a stage's share).
 Execution sits behind :func:`prepare` and the table :data:`ENGINES`, so
 input handling and reporting do not depend on how a function runs.
 
@@ -423,6 +425,21 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="time every kernel over N runs (default 20) and print one row per "
         "kernel and the time outside kernels (compiled functions only)",
     )
+    parser.add_argument(
+        "--costs-out",
+        default=None,
+        metavar="FILE",
+        help="with --profile: write each graph op's measured seconds to FILE, "
+        "the costs= file of split-graph{balance=N costs=FILE}",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run kernels' parallel loops on N threads (default: every core); "
+        "profile with a pipeline stage's share to balance its stages",
+    )
     return parser
 
 
@@ -438,6 +455,14 @@ def _main(argv: Sequence[str] | None) -> int:
         raise EmberError(f"--profile needs a positive number of runs, got {args.profile}")
     if args.profile is not None and args.interpret:
         raise EmberError("--profile times compiled kernels; it cannot be used with --interpret")
+    if args.costs_out is not None and args.profile is None:
+        raise EmberError("--costs-out writes what --profile measures: give --profile too")
+    if args.threads is not None:
+        from ember.runtime import threads
+
+        if args.threads < 1:
+            raise EmberError(f"--threads needs a positive number, got {args.threads}")
+        threads.set_num_threads(args.threads)
     stages = checked_stage_names([name for name in args.print_after.split(",") if name])
     if stages and args.interpret:
         raise EmberError("--print-after prints the compiler's stages; it cannot be used with --interpret")
@@ -467,7 +492,14 @@ def _main(argv: Sequence[str] | None) -> int:
         print(bench(runner, inputs, args.bench))
     if args.profile is not None:
         assert isinstance(runner, CompiledRunner)  # --interpret was refused above
-        print(runner.executor.profile(repeat=args.profile))
+        profile = runner.executor.profile(repeat=args.profile)
+        print(profile)
+        if args.costs_out is not None:
+            from ember.pipeline.costs import op_costs, save_op_costs
+
+            costs = op_costs(profile, module, entry=args.entry, target=target, options=options)
+            save_op_costs(args.costs_out, costs)
+            print(f"saved the measured times of {len(costs)} ops of @{args.entry} to {args.costs_out}")
     return 0
 
 
