@@ -107,7 +107,6 @@ from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
 
 if TYPE_CHECKING:
-    from ember.lowering.gemm import ColumnPanels
     from ember.lowering.winograd import WinogradPacking
 
 __all__ = [
@@ -1114,12 +1113,18 @@ vectorises the reduction loop around it with strided loads: 10 instead of
 
 
 def _tile_shape(op: GraphOp, target: VectorTarget) -> tuple[int, int]:
-    """``(lanes, pixels)`` of ``op``'s micro-kernel tile: channels per panel
-    and most pixels (rows) per tile."""
-    channels = graph.shape_of(op.results[0])[1]
+    """``(lanes, pixels)`` of conv2d ``op``'s micro-kernel tile: channels per
+    panel and most pixels per tile."""
+    return product_tile(graph.shape_of(op.results[0])[1], 0, target)
+
+
+def product_tile(channels: int, rows: int, target: VectorTarget) -> tuple[int, int]:
+    """``(lanes, pixels)`` of a product's micro-kernel tile over ``channels``
+    output channels (units): channels per panel and most pixels (rows) per
+    tile; ``rows`` (a dense product's, 0 for a conv2d's) below
+    :data:`NARROW_ROWS` widen the panel."""
     vectors = 1 if channels <= target.vector_lanes else 2
-    rows = graph.shape_of(op.operands[0])[0]
-    if op.name == "graph.dense" and rows < NARROW_ROWS:
+    if 0 < rows < NARROW_ROWS:
         vectors = NARROW_ROW_VECTORS // rows
     budget = WIDE_TILE_ACCUMULATORS if target.registers >= 32 else TILE_ACCUMULATORS
     return vectors * target.vector_lanes, max(1, budget // vectors)
@@ -1167,8 +1172,6 @@ ROWS_MIN_VECTORS = 4
 
 def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
     """Whether ``op`` is lowered as a register-blocked product."""
-    if op.name == "graph.dense":
-        return True
     if op.name != "graph.conv2d" or op.attr("groups") != 1:
         return False
     _, in_channels, kh, kw = graph.shape_of(op.operands[1])
@@ -1183,13 +1186,13 @@ def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
 
 def weight_packing(
     group: OpGroup, target: VectorTarget
-) -> tuple[SSAValue, WeightPacking | WinogradPacking | ColumnPanels] | None:
+) -> tuple[SSAValue, WeightPacking | WinogradPacking] | None:
     """The input of ``group`` that its caller may pass packed, and how, or
     ``None``.
 
-    That is the weight of a register-blocked conv2d or dense anchor, or the
-    B of a matmul anchor that reads it in column panels, when no
-    other op of the group reads it (they need it as it is).  A pass may pack
+    That is the weight of a register-blocked conv2d anchor, when no other op
+    of the group reads it (they need it as it is); dense and matmul are
+    lowered naive and ``kernel-tensorize`` packs theirs.  A pass may pack
     it at compile time when it is a constant, and list it in
     ``OpGroup.packed``; otherwise the kernel packs it at run time.
     """
@@ -1208,13 +1211,10 @@ def weight_packing(
 
 def _panel_packing(
     op: GraphOp, target: VectorTarget
-) -> WeightPacking | WinogradPacking | ColumnPanels | None:
-    """How ``op``'s kernel reads its weight, or ``None`` if not in panels."""
-    from ember.lowering.gemm import matmul_packing
+) -> WeightPacking | WinogradPacking | None:
+    """How conv2d ``op``'s kernel reads its weight, or ``None`` if not in panels."""
     from ember.lowering.winograd import winograd_packing
 
-    if op.name == "graph.matmul":
-        return matmul_packing(op, target)
     winograd = winograd_packing(op, target)
     if winograd is not None:
         return winograd
@@ -1231,7 +1231,15 @@ def _weight_panels(
     weight = op.operands[1]
     if weight in low.group.packed:
         return low.buffer(weight)
-    first, *rest = graph.shape_of(weight)
+    return weight_panels(em, low.buffer(weight), graph.shape_of(weight), packing)
+
+
+def weight_panels(
+    em: _Emitter, weight: SSAValue, shape: Sequence[int], packing: WeightPacking
+) -> SSAValue:
+    """A scratch buffer of the panels of ``weight`` (of ``shape``), filled
+    here: the channels past the end zero, then the weight."""
+    first, *rest = shape
     lanes = packing.lanes
     panels = em.alloc(packing.shape([first, *rest]))
     panels.name_hint = "panels"
@@ -1250,7 +1258,7 @@ def _weight_panels(
         em.nest(_names("r", len(shape)), shape) as ivs,
         em.kblock("pack", _spatial(ivs)) as (vo, *vr),
     ):
-        value = em.load_widened(low.buffer(weight), [vo, *vr])
+        value = em.load_widened(weight, [vo, *vr])
         block = em.add(arith.DivSIOp(vo, em.index(lanes)))
         lane = em.add(arith.RemSIOp(vo, em.index(lanes)))
         em.store(value, panels, [block, *vr, lane])
@@ -1525,33 +1533,57 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
 
 
 def _gen_dense(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """``out[i, j] = sum_k x[i, k] * w[j, k]``: a register-blocked product of
-    row tiles × panels of units (a GEMM micro-kernel over a packed weight)."""
+    """``out[i, j] = sum_k x[i, k] * w[j, k]``: the naive contraction
+    (:func:`_gen_contraction`); ``kernel-tensorize`` makes it the
+    register-blocked product over weight panels."""
     data, weight = op.operands
     rows, depth = graph.shape_of(data)
     units = graph.shape_of(weight)[0]
-    packing = _panel_packing(op, low.target)
-    assert packing is not None  # dense is always blocked
-    panels = _weight_panels(em, low, op, packing)
-    x = low.buffer(data)
-
-    def read(em: _Emitter, row: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
-        return em.load_widened(x, [row, red[0]])
-
-    def result_at(em: _Emitter, unit: SSAValue, row: SSAValue) -> list[SSAValue]:
-        return [row, unit]
-
-    product = _Product(
+    x, w = low.buffer(data), low.buffer(weight)
+    _gen_contraction(
+        em,
+        low,
         "dense",
-        rows,
-        units,
+        (("i", rows), ("j", units)),
         (("k", depth),),
-        panels,
-        *_tile_shape(op, low.target),
-        read,
-        result_at,
+        lambda em, vs, vk: em.load_widened(x, [vs[0], vk[0]]),
+        lambda em, vs, vk: em.load_widened(w, [vs[1], vk[0]]),
     )
-    _emit_product(em, low, product)
+
+
+def _gen_contraction(
+    em: _Emitter,
+    low: _Lowering,
+    name: str,
+    spatial: Sequence[tuple[str, int]],
+    reduction: Sequence[tuple[str, int]],
+    a_at: Callable[[_Emitter, list[SSAValue], list[SSAValue]], SSAValue],
+    b_at: Callable[[_Emitter, list[SSAValue], list[SSAValue]], SSAValue],
+) -> None:
+    """The naive kernel of a contraction ``out[s…] = Σ_r a(s, r) · b(s, r)``:
+    a nest over the result's indices ``spatial`` (names, extents), per
+    element a one-float accumulator, a ``reduce`` block named ``name`` over
+    ``reduction`` adding ``a · b`` in order, and the store block
+    ``{name}_store`` that hands the sum to the epilogue.  Semantics only:
+    ``kernel-tensorize`` (:mod:`ember.passes.kernel_tensorize`) recognises
+    this nest and rewrites it into a register-tiled micro-kernel."""
+    with em.nest([n for n, _ in spatial], [e for _, e in spatial]) as outer:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        with em.kblock(f"{name}_init", _spatial(outer)):
+            em.store(em.const(0.0, f32), acc, [em.index(0)])
+        with em.nest([n for n, _ in reduction], [e for _, e in reduction]) as inner:
+            bindings = _spatial(outer) + [(iv, REDUCE) for iv in inner]
+            with em.kblock(name, bindings) as vs:
+                vspatial, vred = vs[: len(outer)], vs[len(outer) :]
+                a = a_at(em, vspatial, vred)
+                b = b_at(em, vspatial, vred)
+                zero = em.index(0)
+                total = em.add(arith.AddfOp(em.load(acc, [zero]), em.add(arith.MulfOp(a, b))))
+                em.store(total, acc, [zero])
+        with em.kblock(f"{name}_store", _spatial(outer)) as vo:
+            low.emit_result(em, em.load(acc, [em.index(0)]), vo)
+        em.add(memref.DeallocOp.get(acc))
 
 
 def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
@@ -1683,11 +1715,26 @@ def _gen_global_avg_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
 
 
 def _gen_matmul(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Register tiles of rows × columns, B in column panels
-    (:func:`ember.lowering.gemm.gen_matmul`)."""
-    from ember.lowering.gemm import gen_matmul
+    """``out[b…, i, j] = Σ_k A[b…, i, k] · B[b…, k, j]`` (batch axes
+    broadcast): the naive contraction (:func:`_gen_contraction`);
+    ``kernel-tensorize`` makes it register tiles over B in column panels
+    (:mod:`ember.lowering.gemm`)."""
+    lhs, rhs = op.operands
+    *batch, rows, columns = graph.shape_of(op.results[0])
+    depth = graph.shape_of(lhs)[-1]
+    rank = len(batch) + 2
+    a, b = low.buffer(lhs), low.buffer(rhs)
 
-    gen_matmul(em, low, op)
+    def a_at(em: _Emitter, vs: list[SSAValue], vk: list[SSAValue]) -> SSAValue:
+        at = _batch_indices(em, lhs, vs[:-2], rank)
+        return em.load_widened(a, [*at, vs[-2], vk[0]])
+
+    def b_at(em: _Emitter, vs: list[SSAValue], vk: list[SSAValue]) -> SSAValue:
+        at = _batch_indices(em, rhs, vs[:-2], rank)
+        return em.load_widened(b, [*at, vk[0], vs[-1]])
+
+    spatial = [*zip(_names("b", len(batch)), batch), ("i", rows), ("j", columns)]
+    _gen_contraction(em, low, "matmul", spatial, (("k", depth),), a_at, b_at)
 
 
 def _batch_indices(
@@ -1847,8 +1894,8 @@ def lower_group(
         if packing is None or packing[0] is not value:
             raise PassError(
                 f"lower-graph-to-kernel: kernel @{name} cannot take a packed "
-                "input: only the weight of a conv2d or dense anchor, or the B of "
-                "a matmul, is packed"
+                "input: only the weight of a register-blocked conv2d anchor is "
+                "packed here (kernel-tensorize packs dense and matmul weights)"
             )
     values = [*group.inputs, *group.outputs]
     types = []
@@ -1898,29 +1945,16 @@ def _report_schedule(
             args["winograd_tile"] = m
     if isinstance(packing[1] if packing else None, WeightPacking):
         lanes, pixels = _tile_shape(first, target)
-        rows, columns = ("rows", "units") if first.name == "graph.dense" else ("pixels", "channels")
         parts.append(
-            f"register tile {pixels} {rows} x {lanes} {columns}, weight packed in "
+            f"register tile {pixels} pixels x {lanes} channels, weight packed in "
             f"panels of {packing[1].lanes} ({'at bind time' if packing[0] in group.packed else 'per call'})"
         )
         args.update(tile_pixels=pixels, tile_channels=lanes, panel=packing[1].lanes)
-    if first.name == "graph.matmul":
-        from ember.lowering.gemm import matmul_packing, tile_shape
-
-        rows, width = tile_shape(target)
-        when = "at bind time" if first.operands[1] in group.packed else "per call"
-        b = (
-            f"B packed in column panels of {width} ({when})"
-            if matmul_packing(first, target)
-            else "B read in place"
-        )
-        parts.append(f"register tile {rows} rows x {width} columns, {b}")
-        args.update(tile_rows=rows, tile_columns=width)
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]
     if not parallel and not vectorized:
-        parts.append("loops left to the schedule passes (kernel-parallelize, kernel-vectorize)")
+        parts.append("loops left to the schedule passes (kernel-tensorize, kernel-vectorize, kernel-parallelize)")
     elif parallel:
         extents = sorted({_trip_count(op) for op in parallel}, reverse=True)
         parts.append(f"parallel loop of {', '.join(map(str, extents))} iterations")

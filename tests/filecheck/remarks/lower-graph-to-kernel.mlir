@@ -14,15 +14,3 @@ func.func @main(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1
 // CHECK: lower-graph-to-kernel.mlir:9:3: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution; register tile {{[0-9]+}} pixels x 16 channels, weight packed in panels of 16 (per call); parallel loop of {{.*}}(256-bit vectors)
 // AVX512: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution{{.*}} x 32 channels, weight packed in panels of 32 {{.*}}(512-bit vectors)
 // WINOGRAD: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: Winograd F(2x2, 3x3) convolution; parallel loop of {{.*}}(256-bit vectors)
-
-// matmul: row tiles over B in column panels, packed by the kernel since A
-// has 64 rows; a short A reads B in place.
-func.func @mm(%a: tensor<64x8xf32>, %b: tensor<8x40xf32>, %c: tensor<4x8xf32>) -> (tensor<64x40xf32>, tensor<4x40xf32>) {
-  %0 = graph.matmul %a, %b : (tensor<64x8xf32>, tensor<8x40xf32>) -> tensor<64x40xf32>
-  %1 = graph.matmul %c, %b : (tensor<4x8xf32>, tensor<8x40xf32>) -> tensor<4x40xf32>
-  func.return %0, %1 : tensor<64x40xf32>, tensor<4x40xf32>
-}
-
-// CHECK: remark: [lower-graph-to-kernel] analysis: kernel @matmul: register tile 5 rows x 16 columns, B packed in column panels of 16 (per call); {{.*}}(256-bit vectors)
-// CHECK: remark: [lower-graph-to-kernel] analysis: kernel @matmul_1: register tile 5 rows x 16 columns, B read in place; {{.*}}(256-bit vectors)
-// AVX512: remark: [lower-graph-to-kernel] analysis: kernel @matmul: register tile 7 rows x 32 columns, B packed in column panels of 32 (per call)

@@ -1,0 +1,548 @@
+"""``kernel-tensorize``: naive contractions become register-tiled micro-kernels.
+
+TVM's schedule rules for dense and batch_matmul (dlight's ``Matmul`` rule)
+as a kernel pass: ``lower-graph-to-kernel`` emits a ``graph.dense`` or
+``graph.matmul`` anchor as its naive contraction — per result element a
+one-float accumulator, a ``reduce`` block named after the op adding
+``a · b`` in order, and a ``{op}_store`` block that hands the sum to the
+fused epilogue (:func:`~ember.lowering.graph_to_kernel._gen_contraction`) —
+and this pass rewrites that nest into today's micro-kernel::
+
+    kernel-tensorize{ops=dense,matmul vector-bits=256}
+
+```mlir
+kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel {
+  kernel.for %j = 0 to 10 {                       %acc = memref.alloc() : memref<4x8xf32>
+    %acc = memref.alloc() : memref<1xf32>         kernel.for %l = 0 to 8 vectorized { ... = 0 }
+    kernel.block "dense_init" (...)        -->    kernel.for %k = 0 to 8 {
+    kernel.for %k = 0 to 8 {                        kernel.for %l_1 = 0 to 8 vectorized {
+      kernel.block "dense" (..., reduce %k)            kernel.block "dense" (...) { 4 FMAs }
+    kernel.block "dense_store" (...)              kernel.for %l_2 = 0 to 8 vectorized {
+                                                    kernel.block "dense_store" (...) { epilogue x4 }
+```
+
+* ``dense`` (``out[i, j] = Σ_k x[i, k] · w[j, k]``): tiles of rows × a
+  panel of units over the weight in panels (OI → O/L·I·L, the layout of
+  :class:`~ember.lowering.graph_to_kernel.WeightPacking`), tile shape from
+  the vector width (:func:`~ember.lowering.graph_to_kernel.product_tile`).
+* ``matmul`` (``out[b…, i, j] = Σ_k A[b…, i, k] · B[b…, k, j]``): tiles of
+  rows × columns over B in column panels
+  (:mod:`ember.lowering.gemm`), or B in place for a short A over a B that
+  is not bound.
+
+How the pass knows what it rewrites: the reduce block's name says which
+contraction the lowering meant, and the pass checks it against the nest
+before changing anything — the loops, the accumulator, the
+multiply-accumulate of two kernel inputs and the index each of them is read
+at must be exactly the op's; a nest that differs is left as it is.  The
+fused epilogue is the naive store block's own ops, cloned at every element
+of a tile, not regenerated from the graph.
+
+The weight (dense) or B (matmul) is repacked where it is bound, like
+``kernel-pack-layout``: when every ``graph.call_kernel`` of the kernel
+passes a ``graph.constant`` there and the kernel reads it only in the
+product, each constant is replaced by its packed copy (once per constant)
+and the kernel reads the packed argument; otherwise the kernel packs it
+into scratch at every call.  The tiles' products are exactly the naive
+kernel's: each sum adds the same products in the same order, so results
+are bit for bit the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp, f32
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from ember import remarks
+from ember.analysis.loop_nests import loop_nests
+from ember.dialects.graph import CallKernelOp, ConstantOp
+from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functions
+from ember.errors import PassError
+from ember.lowering import gemm
+from ember.lowering import graph_to_kernel as g2k
+
+Index = tuple[str, int]
+"""Where an operand index comes from: ``("s", d)`` the result's index ``d``,
+``("r", d)`` the reduction's index ``d``, ``("0", 0)`` the constant 0."""
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A kernel input read in the product: argument ``arg`` at ``indices``."""
+
+    arg: int
+    indices: tuple[Index, ...]
+
+
+@dataclass(frozen=True)
+class Contraction:
+    """A naive contraction nest, as :func:`match_contraction` read it."""
+
+    name: str
+    """The reduce block's name: which op the lowering emitted."""
+    spatial: tuple[int, ...]
+    reduction: tuple[int, ...]
+    a: Operand
+    b: Operand
+    store: BlockOp
+    """The store block: its ops after the accumulator's load are the epilogue."""
+    total: SSAValue
+    """The accumulator's value in the store block (the epilogue's input)."""
+
+
+# --------------------------------------------------------------------------
+# Recognising the naive nest
+# --------------------------------------------------------------------------
+
+
+def _plain(loop: ForOp) -> bool:
+    return loop.kind.data == "serial" and loop.lb == 0 and loop.step_value == 1
+
+
+def _is_zero_index(value: SSAValue) -> bool:
+    op = value.owner
+    return (
+        isinstance(op, arith.ConstantOp)
+        and isinstance(op.value, IntegerAttr)
+        and op.value.value.data == 0
+    )
+
+
+def _binds(block: BlockOp, ivs: Sequence[SSAValue], kinds: Sequence[str]) -> bool:
+    return list(block.bindings) == list(ivs) and list(block.kinds) == list(kinds)
+
+
+def _read(value: SSAValue, variables: dict[SSAValue, Index], args: Sequence[SSAValue]) -> Operand | None:
+    """The kernel input ``value`` loads (through an ``extf``), or ``None``."""
+    if isinstance(value.owner, arith.ExtFOp):
+        value = value.owner.input
+    load = value.owner
+    if not isinstance(load, memref.LoadOp) or load.memref not in args:
+        return None
+    indices: list[Index] = []
+    for index in load.indices:
+        if index in variables:
+            indices.append(variables[index])
+        elif _is_zero_index(index):
+            indices.append(("0", 0))
+        else:
+            return None
+    return Operand(list(args).index(load.memref), tuple(indices))
+
+
+def _accumulates(block: BlockOp, acc: SSAValue) -> tuple[SSAValue, SSAValue] | None:
+    """``(a, b)`` if ``block`` is exactly ``acc[0] = acc[0] + a * b``."""
+    ops = [op for op in block.body.block.ops if not isinstance(op, arith.ConstantOp)]
+    if not ops or not isinstance(ops[-1], memref.StoreOp):
+        return None
+    store = ops[-1]
+    total = store.value.owner
+    if store.memref is not acc or not isinstance(total, arith.AddfOp):
+        return None
+    old, product = total.lhs.owner, total.rhs.owner
+    if not (
+        isinstance(old, memref.LoadOp)
+        and old.memref is acc
+        and isinstance(product, arith.MulfOp)
+        and all(_is_zero_index(i) for i in (*old.indices, *store.indices))
+    ):
+        return None
+    a, b = product.lhs, product.rhs
+    loads = {v.owner for v in (a, b)} | {
+        v.owner.input.owner for v in (a, b) if isinstance(v.owner, arith.ExtFOp)
+    }
+    if set(ops) != {store, total, old, product, *loads}:
+        return None
+    return a, b
+
+
+def match_contraction(kernel: FuncOp) -> Contraction | None:
+    """The naive contraction ``kernel`` computes, or ``None`` when its body
+    is anything else (:func:`~ember.lowering.graph_to_kernel._gen_contraction`
+    says what the nest looks like)."""
+    top = list(kernel.body.block.ops)
+    if len(top) != 2 or not isinstance(top[0], ForOp) or not isinstance(top[1], ReturnOp):
+        return None
+    outer = loop_nests(kernel)[0]
+    body = list(outer[-1].body.block.ops)
+    if len(body) != 5 or not all(_plain(loop) for loop in outer):
+        return None
+    alloc, init, red, store, dealloc = body
+    if not (
+        isinstance(alloc, memref.AllocOp)
+        and isinstance(init, BlockOp)
+        and isinstance(red, ForOp)
+        and isinstance(store, BlockOp)
+        and isinstance(dealloc, memref.DeallocOp)
+        and dealloc.memref is alloc.memref
+        and alloc.memref.type == MemRefType(f32, [1])
+    ):
+        return None
+    acc = alloc.memref
+    inner = [red]
+    while True:
+        ops = list(inner[-1].body.block.ops)
+        if len(ops) == 1 and isinstance(ops[0], ForOp):
+            inner.append(ops[0])
+            continue
+        break
+    if len(ops) != 1 or not isinstance(ops[0], BlockOp) or not all(_plain(loop) for loop in inner):
+        return None
+    block = ops[0]
+    name = block.block_name.data
+    ivs = [loop.induction_var for loop in outer]
+    red_ivs = [loop.induction_var for loop in inner]
+    if not (
+        init.block_name.data == f"{name}_init"
+        and store.block_name.data == f"{name}_store"
+        and _binds(init, ivs, [SPATIAL] * len(ivs))
+        and _binds(store, ivs, [SPATIAL] * len(ivs))
+        and _binds(block, ivs + red_ivs, [SPATIAL] * len(ivs) + [REDUCE] * len(red_ivs))
+        and _zeroes(init, acc)
+    ):
+        return None
+    products = _accumulates(block, acc)
+    if products is None:
+        return None
+    variables = {v: ("s", d) for d, v in enumerate(block.iter_vars[: len(ivs)])}
+    variables |= {v: ("r", d) for d, v in enumerate(block.iter_vars[len(ivs) :])}
+    args = kernel.body.block.args
+    a, b = (_read(v, variables, args) for v in products)
+    total = _epilogue_input(store, acc, args)
+    if a is None or b is None or total is None:
+        return None
+    return Contraction(
+        name,
+        tuple(loop.ub for loop in outer),
+        tuple(loop.ub for loop in inner),
+        a,
+        b,
+        store,
+        total,
+    )
+
+
+def _zeroes(init: BlockOp, acc: SSAValue) -> bool:
+    ops = list(init.body.block.ops)
+    stores = [op for op in ops if isinstance(op, memref.StoreOp)]
+    if len(stores) != 1 or any(not isinstance(op, arith.ConstantOp | memref.StoreOp) for op in ops):
+        return False
+    value = stores[0].value.owner
+    return (
+        stores[0].memref is acc
+        and isinstance(value, arith.ConstantOp)
+        and isinstance(value.value, FloatAttr)
+        and value.value.value.data == 0.0
+    )
+
+
+def _epilogue_input(store: BlockOp, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue | None:
+    """The load of ``acc`` that starts the store block, if every other op of
+    the block reads only the block's values, its variables and kernel inputs."""
+    loads = [use.operation for use in acc.uses if store.is_ancestor(use.operation)]
+    if len(loads) != 1 or not isinstance(loads[0], memref.LoadOp):
+        return None
+    known = {*store.iter_vars, *args, acc}
+    for op in store.body.block.ops:
+        if any(v not in known for v in op.operands) or op.regions:
+            return None
+        known.update(op.results)
+    return loads[0].res
+
+
+# --------------------------------------------------------------------------
+# The epilogue, cloned into the micro-kernel's store block
+# --------------------------------------------------------------------------
+
+
+class _Epilogue:
+    """What the naive store block does with the sum, replayed at an index.
+
+    ``emit_result`` is the one method of the lowering's ``_Lowering`` that
+    the micro-kernel generators call: it clones the store block's ops after
+    the accumulator's load with the sum and the index given; constants go
+    through the emitter's per-block cache."""
+
+    def __init__(self, contraction: Contraction) -> None:
+        block = contraction.store.body.block
+        load = contraction.total.owner
+        self.total = contraction.total
+        self.variables = list(contraction.store.iter_vars)
+        ops = [op for op in block.ops if op is not load]
+        used = {v for op in ops if not isinstance(op, arith.ConstantOp) for v in op.operands}
+        self.ops = [
+            op for op in ops if not isinstance(op, arith.ConstantOp) or op.result in used
+        ]
+
+    def emit_result(self, em: g2k._Emitter, value: SSAValue, indices: Sequence[SSAValue]) -> None:
+        mapping: dict[SSAValue, SSAValue] = {self.total: value}
+        mapping.update(zip(self.variables, indices))
+        for op in self.ops:
+            if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr | FloatAttr):
+                mapping[op.result] = em.const(op.value.value.data, op.result.type)
+                continue
+            em.add(op.clone(value_mapper=mapping))
+
+
+# --------------------------------------------------------------------------
+# Packing at bind time
+# --------------------------------------------------------------------------
+
+
+def _read_only_in_product(kernel: FuncOp, contraction: Contraction) -> bool:
+    """Whether ``b`` is read by the product alone (the epilogue needs it as it is)."""
+    value = kernel.body.block.args[contraction.b.arg]
+    return contraction.a.arg != contraction.b.arg and len(list(value.uses)) == 1
+
+
+def _bound_callers(module: ModuleOp, kernel: FuncOp, arg: int) -> list[CallKernelOp] | None:
+    """The calls of ``kernel``, if there is one and each passes a
+    ``graph.constant`` as argument ``arg``; else ``None``."""
+    name = kernel.sym_name.data
+    calls = [op for op in module.walk() if isinstance(op, CallKernelOp) and op.callee == name]
+    if not calls or not all(isinstance(call.operands[arg].owner, ConstantOp) for call in calls):
+        return None
+    return calls
+
+
+class _Packer:
+    """Repacks the constants bound to a kernel argument, each constant once
+    per layout; the originals go once nothing else reads them."""
+
+    def __init__(self) -> None:
+        self.packed: dict[tuple[ConstantOp, Hashable], SSAValue] = {}
+
+    def bind(self, calls: Sequence[CallKernelOp], arg: int, packing: g2k.WeightPacking | gemm.ColumnPanels) -> None:
+        for call in calls:
+            constant = call.operands[arg].owner
+            assert isinstance(constant, ConstantOp)  # checked by _bound_callers
+            key = (constant, packing)
+            if key not in self.packed:
+                new = ConstantOp.from_array(packing.pack(constant.to_array(copy=False)), copy=False)
+                block = constant.parent_block()
+                assert block is not None  # constants live in function bodies
+                block.insert_op_after(new, constant)
+                new.results[0].name_hint = (constant.results[0].name_hint or "weight") + "_packed"
+                self.packed[key] = new.results[0]
+            call.operands[arg] = self.packed[key]
+            if not constant.results[0].uses:
+                constant.parent_block().erase_op(constant)  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------
+# The rules: one per contraction the pass knows
+# --------------------------------------------------------------------------
+
+Rule = Callable[["_Rewrite"], str | None]
+
+
+@dataclass
+class _Rewrite:
+    """One kernel being rewritten: its contraction, target and buffers."""
+
+    kernel: FuncOp
+    contraction: Contraction
+    target: g2k.VectorTarget
+    bound: list[CallKernelOp] | None
+    """The calls of the kernel when each binds a constant to ``b``, else ``None``."""
+    packable: bool
+    """Whether ``b`` may change layout (:func:`_read_only_in_product`)."""
+    packer: _Packer
+
+    def arg(self, n: int) -> SSAValue:
+        return self.kernel.body.block.args[n]
+
+    def load(self, em: g2k._Emitter, operand: Operand, at: dict[Index, SSAValue]) -> SSAValue:
+        indices = [em.index(0) if i == ("0", 0) else at[i] for i in operand.indices]
+        return em.load_widened(self.arg(operand.arg), indices)
+
+    def packed_b(self, packing: g2k.WeightPacking | gemm.ColumnPanels) -> SSAValue | None:
+        """The packed ``b`` argument, when its callers bind it (repacked now)."""
+        if self.bound is None or not self.packable:
+            return None
+        arg = self.contraction.b.arg
+        self.packer.bind(self.bound, arg, packing)
+        old = self.arg(arg)
+        shape = packing.shape(old.type.get_shape())  # type: ignore[attr-defined]
+        return Rewriter.replace_value_with_new_type(old, MemRefType(f32, shape))
+
+
+def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
+    """``out[i, j] = Σ_k x[i, k] · w[j, k]``: row tiles × unit panels."""
+    c = rw.contraction
+    rows, units = c.spatial
+    (depth,) = c.reduction
+    lanes, tile = g2k.product_tile(units, rows, rw.target)
+    packing = g2k.WeightPacking(lanes)
+    shape = rw.arg(c.b.arg).type.get_shape()  # type: ignore[attr-defined]
+    panels = rw.packed_b(packing)
+    when = "at bind time" if panels is not None else "per call"
+    if panels is None:
+        panels = g2k.weight_panels(em, rw.arg(c.b.arg), shape, packing)
+
+    def read(em: g2k._Emitter, row: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
+        return rw.load(em, c.a, {("s", 0): row, ("r", 0): red[0]})
+
+    def result_at(em: g2k._Emitter, unit: SSAValue, row: SSAValue) -> list[SSAValue]:
+        return [row, unit]
+
+    product = g2k._Product(
+        "dense", rows, units, (("k", depth),), panels, lanes, tile, read, result_at
+    )
+    g2k._emit_product(em, _Epilogue(c), product)  # type: ignore[arg-type]
+    return f"register tile {tile} rows x {lanes} units, weight packed in panels of {lanes} ({when})"
+
+
+def _matmul(rw: _Rewrite, em: g2k._Emitter) -> str:
+    """``out[b…, i, j] = Σ_k A[b…, i, k] · B[b…, k, j]``: row × column tiles."""
+    c = rw.contraction
+    *batch, rows, columns = c.spatial
+    (depth,) = c.reduction
+    b_shape = rw.arg(c.b.arg).type.get_shape()  # type: ignore[attr-defined]
+    packing = gemm.matmul_packing(rw.bound is not None, rows, rw.target)
+    epilogue = _Epilogue(c)
+
+    def batch_at(batch_ivs: Sequence[SSAValue]) -> dict[Index, SSAValue]:
+        return {("s", d): v for d, v in enumerate(batch_ivs)}
+
+    def b_batch(em: g2k._Emitter, batch_ivs: Sequence[SSAValue]) -> list[SSAValue]:
+        at = batch_at(batch_ivs)
+        return [em.index(0) if i == ("0", 0) else at[i] for i in c.b.indices[:-2]]
+
+    if packing is None:
+        b = rw.arg(c.b.arg)
+        describe = "B read in place"
+
+        def b_at(em, batch_ivs, red, first, lane):  # type: ignore[no-untyped-def]
+            at = [*b_batch(em, batch_ivs), red[0]]
+            return em.load_widened(b, [*at, em.add_index(first, lane)])
+
+    else:
+        packed = rw.packed_b(packing)
+        when = "at bind time" if packed is not None else "per call"
+        describe = f"B packed in column panels of {packing.width} ({when})"
+        panels = packed if packed is not None else gemm.column_panels(em, rw.arg(c.b.arg), b_shape, packing)
+        width = packing.width
+
+        def b_at(em, batch_ivs, red, first, lane):  # type: ignore[no-untyped-def]
+            panel = em.add(arith.DivSIOp(first, em.index(width)))
+            return em.load(panels, [*b_batch(em, batch_ivs), panel, red[0], lane])
+
+    def a_at(em, batch_ivs, row, red):  # type: ignore[no-untyped-def]
+        at = batch_at(batch_ivs) | {("s", len(batch)): row, ("r", 0): red[0]}
+        return rw.load(em, c.a, at)
+
+    def store(em, batch_ivs, row, column, value):  # type: ignore[no-untyped-def]
+        epilogue.emit_result(em, value, [*batch_ivs, row, column])
+
+    product = gemm.RowProduct(
+        "matmul", tuple(batch), rows, columns, (("k", depth),), a_at, b_at, store, columns_outer=True
+    )
+    gemm.emit_row_product(em, product, rw.target)
+    most_rows, width = gemm.tile_shape(rw.target)
+    return f"register tile {most_rows} rows x {width} columns, {describe}"
+
+
+def _is_dense(c: Contraction) -> bool:
+    return (
+        len(c.spatial) == 2
+        and len(c.reduction) == 1
+        and c.a.indices == (("s", 0), ("r", 0))
+        and c.b.indices == (("s", 1), ("r", 0))
+    )
+
+
+def _is_matmul(c: Contraction) -> bool:
+    batch = len(c.spatial) - 2
+    if batch < 0 or len(c.reduction) != 1:
+        return False
+
+    def batch_ok(indices: tuple[Index, ...]) -> bool:
+        # Broadcast batch axes read 0; the rest are the result's trailing ones.
+        offset = batch - len(indices)
+        return offset >= 0 and all(
+            i == ("0", 0) or i == ("s", offset + d) for d, i in enumerate(indices)
+        )
+
+    return (
+        c.a.indices[-2:] == (("s", batch), ("r", 0))
+        and c.b.indices[-2:] == (("r", 0), ("s", batch + 1))
+        and batch_ok(c.a.indices[:-2])
+        and batch_ok(c.b.indices[:-2])
+    )
+
+
+RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._Emitter], str]]] = {
+    "dense": (_is_dense, _dense),
+    "matmul": (_is_matmul, _matmul),
+}
+"""Contraction name → (does the nest compute it, the micro-kernel rewrite)."""
+
+
+@dataclass(frozen=True)
+class KernelTensorizePass(ModulePass):
+    """Rewrite naive dense/matmul contractions into register-tiled micro-kernels."""
+
+    name = "kernel-tensorize"
+
+    ops: tuple[str, ...] = tuple(RULES)
+    """The contractions rewritten (``dense``, ``matmul``)."""
+
+    vector_bits: int = 0
+    """Vector register width the tiles are shaped for; 0: this host's."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        unknown = [name for name in self.ops if name not in RULES]
+        if unknown:
+            raise PassError(
+                f"kernel-tensorize: unknown op '{unknown[0]}' in ops=; "
+                f"expected some of {', '.join(RULES)}"
+            )
+        if self.vector_bits < 0 or self.vector_bits % 32:
+            raise PassError(
+                "kernel-tensorize: vector-bits must be a positive multiple of 32 "
+                f"(0: this host's), got {self.vector_bits}"
+            )
+        target = g2k.VectorTarget(self.vector_bits) if self.vector_bits else g2k.VectorTarget.host()
+        packer = _Packer()
+        for kernel in kernel_functions(op):
+            contraction = match_contraction(kernel)
+            if contraction is None or contraction.name not in self.ops:
+                continue
+            computes, rewrite = RULES[contraction.name]
+            if computes(contraction):
+                bound = _bound_callers(op, kernel, contraction.b.arg)
+                packable = _read_only_in_product(kernel, contraction)
+                rw = _Rewrite(kernel, contraction, target, bound, packable, packer)
+                _replace_body(rw, rewrite)
+
+
+def _replace_body(rw: _Rewrite, rewrite: Callable[[_Rewrite, g2k._Emitter], str]) -> None:
+    """Build the micro-kernel in place of the naive body (kept, detached,
+    until the epilogue has been cloned from it), and say so."""
+    kernel = rw.kernel
+    naive = list(kernel.body.block.ops)
+    for old in naive:
+        old.detach()
+    em = g2k._Emitter(kernel.body.block)
+    schedule = rewrite(rw, em)
+    em.add(ReturnOp())
+    for old in reversed(naive):
+        old.erase(safe_erase=False)
+    kernel.update_function_type()
+    name = kernel.sym_name.data
+    remarks.applied(
+        KernelTensorizePass.name,
+        f"kernel @{name}: {rw.contraction.name} as a micro-kernel: {schedule}",
+        [kernel],
+        kernel=name,
+        vector_bits=rw.target.bits,
+    )
