@@ -26,8 +26,11 @@ How a kernel is built:
 
 Performance-minded loop structures (correctness first; schedules refine):
 
-* conv2d (one group) and dense: register-blocked products (the micro-kernels
-  of XDSL_NOTES).  The weight is read in *panels* of output channels moved
+* dense and matmul: the naive contraction (:func:`_gen_contraction`);
+  the ``kernel-tensorize`` schedule pass recognises it and rewrites it into
+  the micro-kernels below (:mod:`ember.passes.kernel_tensorize`).
+* conv2d (one group), and dense after ``kernel-tensorize``:
+  register-blocked products (the micro-kernels of XDSL_NOTES).  The weight is read in *panels* of output channels moved
   innermost (OIHW → O/16·I·H·W·16o, TVM's ``AlterOpLayout``), packed at
   compile time when it is a constant (``OpGroup.packed``, done by the
   ``lower-graph-to-kernel`` pass) and by the kernel itself otherwise.  A tile
@@ -42,8 +45,8 @@ Performance-minded loop structures (correctness first; schedules refine):
   ``vectorized`` loop over the output row, in a scratch row.
 * conv2d and the pools read a pre-padded f32 copy of the input (no bounds
   tests in the hot loop).
-* matmul: register tiles of rows × columns over B in column panels
-  (:mod:`ember.lowering.gemm`).
+* matmul after ``kernel-tensorize``: register tiles of rows × columns over
+  B in column panels (:mod:`ember.lowering.gemm`).
 * elementwise, injective, pad, slice, resize and reduction ops: plain
   ``serial`` nests (an NCHW plane as one long loop) that the target's
   default schedule makes ``parallel`` / ``vectorized``

@@ -12,8 +12,8 @@ fused function erased once nothing calls it.
   kernels of the same name but different shapes or attributes get a
   numeric suffix (``conv2d_1``); identical kernels are generated once and
   shared (ResNet-18 has 20 conv2d ops but far fewer distinct kernels).
-* The weight of a conv2d or dense that is a ``graph.constant`` (parameters
-  bound at build time) is packed once, here, into the panels its kernel
+* The weight of a register-blocked conv2d that is a ``graph.constant``
+  (parameters bound at build time) is packed once, here, into the panels its kernel
   reads (:class:`~ember.lowering.graph_to_kernel.WeightPacking`, TVM's
   ``AlterOpLayout`` + constant folding): a new constant feeds the kernel and
   the original goes away if nothing else uses it.  Any other weight is
@@ -202,7 +202,8 @@ class LowerGraphToKernelPass(ModulePass):
     """Vector register width kernels are shaped for; 0: this host's."""
 
     pack_weights: bool = True
-    """Pack constant conv2d/dense weights at compile time."""
+    """Pack constant conv2d weights at compile time (dense and matmul
+    weights are packed by ``kernel-tensorize``)."""
 
     annotate: bool = False
     """Record on each ``graph.call_kernel`` the graph ops its kernel computes
