@@ -35,6 +35,7 @@ from ember.lowering.graph_to_kernel import (
 from ember.passes.bind_params import bind_params_in_place
 from ember.passes.kernel_tensorize import KernelTensorizePass
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+from ember.passes.pipeline import apply_passes
 from ember.testing import assert_same_values
 
 RNG_SEED = 0
@@ -379,7 +380,7 @@ def test_lower_group_rejects_packing_an_input_that_is_not_a_weight() -> None:
     (op,) = _ops_of(binary("dense", "2x4", "3x4", "2x3"))
     group = replace(make_group([op]), packed=(op.operands[0],))
     with pytest.raises(
-        PassError, match="only the weight of a register-blocked conv2d anchor"
+        PassError, match="only the weight of a Winograd conv2d anchor"
     ):
         lower_group(group, "dense", VectorTarget(256))
 
@@ -695,6 +696,7 @@ def lower_as_group(
     group = make_group(ops, chosen)
     kernel = lower_group(group, kernel_stem(group), VectorTarget(VECTOR_BITS))
     kernel_module = ModuleOp([kernel])
+    KernelTensorizePass(vector_bits=VECTOR_BITS).apply(Context(), kernel_module)
     kernel_module.verify()
     expected = {
         op.results[0]: value
@@ -956,8 +958,8 @@ def _run_compiled(text: str, target: VectorTarget, prepack: bool) -> None:
     (expected,) = ember.interpret(module, "main", *args)
     group = make_group(_ops_of_module(module))
     arrays = dict(zip(_main(module).args, args))
-    if prepack and group.ops[0].name == "graph.dense":
-        _run_dense_compiled(text, target, args, expected)
+    if prepack and weight_packing(group, target) is None:
+        _run_bound_compiled(text, target, args, expected)
         return
     if prepack:
         found = weight_packing(group, target)
@@ -973,23 +975,36 @@ def _run_compiled(text: str, target: VectorTarget, prepack: bool) -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
-def _run_dense_compiled(
+def _run_bound_compiled(
     text: str, target: VectorTarget, args: list[np.ndarray], expected: np.ndarray
 ) -> None:
-    """A dense whose weight is bound: ``kernel-tensorize`` repacks the
-    constant at bind time; the compiled kernel runs on the packed copy."""
+    """A conv2d or dense whose weight is bound: ``kernel-tensorize`` repacks
+    the constant at bind time; the compiled kernel runs on the packed copy."""
     from ember.backends.cpu import compile_kernels
 
     module = ember.parse(text)
-    bind_params_in_place(module, {"b": args[1]}, "main")
-    lower(module, target.bits)
-    (call,) = [op for op in _main(module).body.block.ops if isinstance(op, CallKernelOp)]
+    main = _main(module)
+    by_name = {arg.name_hint: array for arg, array in zip(main.args, args)}
+    weight = _ops_of_module(module)[0].operands[1]
+    n = list(main.args).index(weight)
+    bind_params_in_place(module, {weight.name_hint: args[n]}, "main")
+    bits = target.bits
+    module = apply_passes(
+        module,
+        f"fuse-ops,lower-graph-to-kernel{{vector-bits={bits}}},kernel-tensorize{{vector-bits={bits}}}",
+    )
+    main = _main(module)
+    (call,) = [op for op in main.body.block.ops if isinstance(op, CallKernelOp)]
     packed = call.operands[1].owner
-    assert isinstance(packed, ConstantOp) and packed.to_array().ndim == 3
+    assert isinstance(packed, ConstantOp) and packed.to_array().ndim == args[n].ndim + 1
     kernel = next(op for op in module.ops if is_kernel(op))
     jit = compile_kernels(ModuleOp([kernel.clone()]))
     got = np.full(expected.shape, np.nan, np.float32)
-    jit.run(call.callee, args[0], packed.to_array(), got)
+    inputs = [
+        packed.to_array() if v is packed.results[0] else by_name[v.name_hint]
+        for v in call.operands
+    ]
+    jit.run(call.callee, *inputs, got)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 

@@ -39,14 +39,23 @@ def _t(shape: tuple[int, ...], dtype: str) -> str:
     return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
 
 
-def _program(op: str, a: tuple[int, ...], b: tuple[int, ...], out: tuple[int, ...], dtype: str, epilogue: str) -> str:
+def _program(
+    op: str,
+    a: tuple[int, ...],
+    b: tuple[int, ...],
+    out: tuple[int, ...],
+    dtype: str,
+    epilogue: str,
+    attrs: str = "",
+) -> str:
     ta, tb, to = _t(a, dtype), _t(b, dtype), _t(out, dtype)
-    lines = [f"  %0 = graph.{op} %a, %b : ({ta}, {tb}) -> {to}"]
+    lines = [f"  %0 = graph.{op} %a, %b {attrs} : ({ta}, {tb}) -> {to}"]
     last = "%0"
+    axis = 1 if op == "conv2d" else -1
     if epilogue == "bias_relu":
-        tc = _t((out[-1],), dtype)
+        tc = _t((out[axis],), dtype)
         lines += [
-            f"  %1 = graph.bias_add %0, %c {{axis = -1}} : ({to}, {tc}) -> {to}",
+            f"  %1 = graph.bias_add %0, %c {{axis = {axis}}} : ({to}, {tc}) -> {to}",
             f"  %2 = graph.relu %1 : {to}",
         ]
         last = "%2"
@@ -64,6 +73,37 @@ func.func @main(%a: {ta}, %b: {tb}{params}) -> {to} {{
 {body}
   func.return {last} : {to}
 }}"""
+
+
+@st.composite
+def convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs) of a small conv2d: strides, padding,
+    dilation, groups; wide rows of a short reduction (row tiles) too."""
+    dtype = draw(st.sampled_from(["f32", "f32", "f16"]))
+    groups = draw(st.sampled_from([1, 1, 1, 2]))
+    in_channels = groups * draw(st.integers(1, 2))
+    out_channels = groups * draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pad = draw(st.lists(st.integers(0, 1), min_size=4, max_size=4))
+    h = draw(st.integers((kh - 1) * dh + 1, 6))
+    w = draw(st.integers((kw - 1) * dw + 1, 12))
+    oh = (h + pad[0] + pad[2] - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pad[1] + pad[3] - (kw - 1) * dw - 1) // sw + 1
+    x, wt, out = (1, in_channels, h, w), (out_channels, in_channels // groups, kh, kw), (1, out_channels, oh, ow)
+    attrs = (
+        f"{{strides = [{sh}, {sw}], dilation = [{dh}, {dw}], padding = {pad}, groups = {groups}}}"
+    )
+    epilogue = draw(st.sampled_from(["none", "bias_relu"]))
+    np_type = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = {"a": rng.standard_normal(x), "b": rng.standard_normal(wt), "c": rng.standard_normal(out_channels)}
+    values = {k: v.astype(np_type) for k, v in values.items()}
+    if epilogue != "bias_relu":
+        del values["c"]
+    params = {"b": values.pop("b")} if draw(st.booleans()) else {}
+    return _program("conv2d", x, wt, out, dtype, epilogue, attrs), params, values
 
 
 @st.composite
@@ -104,7 +144,7 @@ def _naive(text: str, params: dict[str, np.ndarray], bits: int):
 
 
 @SOUNDNESS
-@given(contractions(), st.sampled_from([64, 128, 256, 512]))
+@given(st.one_of(contractions(), convolutions()), st.sampled_from([64, 128, 256, 512]))
 def test_kernel_tensorize_is_sound(case, bits) -> None:
     text, params, inputs = case
     naive = _naive(text, params, bits)

@@ -1115,12 +1115,6 @@ vectorises the reduction loop around it with strided loads: 10 instead of
 30 GFLOP/s for 1×784 · 784×128 with AVX2)."""
 
 
-def _tile_shape(op: GraphOp, target: VectorTarget) -> tuple[int, int]:
-    """``(lanes, pixels)`` of conv2d ``op``'s micro-kernel tile: channels per
-    panel and most pixels per tile."""
-    return product_tile(graph.shape_of(op.results[0])[1], 0, target)
-
-
 def product_tile(channels: int, rows: int, target: VectorTarget) -> tuple[int, int]:
     """``(lanes, pixels)`` of a product's micro-kernel tile over ``channels``
     output channels (units): channels per panel and most pixels (rows) per
@@ -1173,18 +1167,15 @@ from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s) to ~0.59 ms (~74 GFLOP/s)."""
 ROWS_MIN_VECTORS = 4
 
 
-def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
-    """Whether ``op`` is lowered as a register-blocked product."""
-    if op.name != "graph.conv2d" or op.attr("groups") != 1:
-        return False
-    _, in_channels, kh, kw = graph.shape_of(op.operands[1])
-    out_width = graph.shape_of(op.results[0])[3]
-    rows_win = (
-        op.attr("strides")[1] == 1
-        and in_channels * kh * kw <= ROWS_MAX_DEPTH
+def in_rows(column_stride: int, depth: int, out_width: int, target: VectorTarget) -> bool:
+    """Whether a one-group conv2d with this column stride, reduction depth
+    (in channels × taps) and output width keeps the vector along the output
+    row (:data:`ROWS_MAX_DEPTH`) rather than in weight panels."""
+    return (
+        column_stride == 1
+        and depth <= ROWS_MAX_DEPTH
         and out_width >= ROWS_MIN_VECTORS * target.vector_lanes
     )
-    return not rows_win
 
 
 def weight_packing(
@@ -1193,8 +1184,8 @@ def weight_packing(
     """The input of ``group`` that its caller may pass packed, and how, or
     ``None``.
 
-    That is the weight of a register-blocked conv2d anchor, when no other op
-    of the group reads it (they need it as it is); dense and matmul are
+    That is the weight of a Winograd conv2d anchor, when no other op of the
+    group reads it (they need it as it is); conv2d, dense and matmul are
     lowered naive and ``kernel-tensorize`` packs theirs.  A pass may pack
     it at compile time when it is a constant, and list it in
     ``OpGroup.packed``; otherwise the kernel packs it at run time.
@@ -1212,29 +1203,11 @@ def weight_packing(
     return weight, packing
 
 
-def _panel_packing(
-    op: GraphOp, target: VectorTarget
-) -> WeightPacking | WinogradPacking | None:
-    """How conv2d ``op``'s kernel reads its weight, or ``None`` if not in panels."""
+def _panel_packing(op: GraphOp, target: VectorTarget) -> WinogradPacking | None:
+    """How conv2d ``op``'s Winograd kernel reads its weight, or ``None``."""
     from ember.lowering.winograd import winograd_packing
 
-    winograd = winograd_packing(op, target)
-    if winograd is not None:
-        return winograd
-    if not _is_blocked(op, target):
-        return None
-    return WeightPacking(_tile_shape(op, target)[0])
-
-
-def _weight_panels(
-    em: _Emitter, low: _Lowering, op: GraphOp, packing: WeightPacking
-) -> SSAValue:
-    """The panels of ``op``'s weight: the kernel argument if the caller packed
-    it, else a scratch buffer filled here (zeros, then the weight)."""
-    weight = op.operands[1]
-    if weight in low.group.packed:
-        return low.buffer(weight)
-    return weight_panels(em, low.buffer(weight), graph.shape_of(weight), packing)
+    return winograd_packing(op, target) if op.name == "graph.conv2d" else None
 
 
 def weight_panels(
@@ -1478,25 +1451,21 @@ def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAVa
 
 
 def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Direct convolution as a register-blocked product over flattened output
-    pixels (batch, row, column) × panels of output channels; the reduction
-    runs over input channels and kernel taps.  Short reductions over wide
-    rows (:data:`ROWS_MAX_DEPTH`) keep the vector along the output row, in
-    register tiles (:mod:`ember.lowering.conv_rows`); grouped convolutions
-    keep the row-vectorised loop nest (:func:`_gen_conv2d_rows`)."""
+    """Direct convolution over a pre-padded f32 copy of the input as the
+    naive contraction (:func:`_gen_contraction`) over output pixels and
+    (input channel, kernel tap); ``kernel-tensorize`` makes it a
+    register-blocked product over weight panels or row tiles
+    (:mod:`ember.lowering.conv_rows`).  Grouped convolutions keep the
+    row-vectorised loop nest (:func:`_gen_conv2d_rows`); Winograd, when the
+    target turns it on, is generated here (:mod:`ember.lowering.winograd`)."""
     packing = _panel_packing(op, low.target)
-    if packing is None and op.attr("groups") == 1:
-        from ember.lowering.conv_rows import gen_conv2d_row_tiles
-
-        gen_conv2d_row_tiles(em, low, op)
-        return
-    if packing is None:
-        _gen_conv2d_rows(em, low, op)
-        return
-    if not isinstance(packing, WeightPacking):
+    if packing is not None:
         from ember.lowering.winograd import gen_conv2d_winograd
 
         gen_conv2d_winograd(em, low, op, packing)
+        return
+    if op.attr("groups") != 1:
+        _gen_conv2d_rows(em, low, op)
         return
     data, weight = op.operands
     n, out_channels, oh, ow = graph.shape_of(op.results[0])
@@ -1506,31 +1475,21 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     source, load_source, scratch = _window_source(
         em, low, data, op.attr("padding"), 0.0
     )
-    panels = _weight_panels(em, low, op, packing)
-    out_shape = [n, oh, ow]
+    w = low.buffer(weight)
 
-    def read(em: _Emitter, pixel: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
-        vic, vkh, vkw = red
-        vn, voh, vow = _unflatten(em, pixel, out_shape)
+    def a_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        vn, _, voh, vow = vs
+        vic, vkh, vkw = vr
         y = em.affine([(voh, sh), (vkh, dh)])
         x = em.affine([(vow, sw), (vkw, dw)])
         return load_source(source, [vn, vic, y, x])
 
-    def result_at(em: _Emitter, channel: SSAValue, pixel: SSAValue) -> list[SSAValue]:
-        vn, voh, vow = _unflatten(em, pixel, out_shape)
-        return [vn, channel, voh, vow]
+    def b_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        return em.load_widened(w, [vs[1], *vr])
 
-    product = _Product(
-        "conv2d",
-        n * oh * ow,
-        out_channels,
-        (("ic", in_channels), ("kh", kh), ("kw", kw)),
-        panels,
-        *_tile_shape(op, low.target),
-        read,
-        result_at,
-    )
-    _emit_product(em, low, product)
+    spatial = (("n", n), ("oc", out_channels), ("oh", oh), ("ow", ow))
+    reduction = (("ic", in_channels), ("kh", kh), ("kw", kw))
+    _gen_contraction(em, low, "conv2d", spatial, reduction, a_at, b_at)
     if scratch:
         em.add(memref.DeallocOp.get(source))
 
@@ -1897,8 +1856,8 @@ def lower_group(
         if packing is None or packing[0] is not value:
             raise PassError(
                 f"lower-graph-to-kernel: kernel @{name} cannot take a packed "
-                "input: only the weight of a register-blocked conv2d anchor is "
-                "packed here (kernel-tensorize packs dense and matmul weights)"
+                "input: only the weight of a Winograd conv2d anchor is packed "
+                "here (kernel-tensorize packs conv2d, dense and matmul weights)"
             )
     values = [*group.inputs, *group.outputs]
     types = []
@@ -1920,7 +1879,7 @@ def lower_group(
     func = FuncOp(name, (types, []), Region(body))
     func.location = remarks.fused_location(group.ops)
     if remarks.enabled():
-        _report_schedule(func, group, target, packing)
+        _report_schedule(func, group, target)
     return mark_kernel(func)
 
 
@@ -1928,7 +1887,6 @@ def _report_schedule(
     func: FuncOp,
     group: OpGroup,
     target: VectorTarget,
-    packing: tuple[SSAValue, WeightPacking] | None,
 ) -> None:
     """An analysis remark with the schedule kernel ``func`` got, read from
     its loops: the micro-kernel tile, the parallel and vectorized loops, the
@@ -1946,13 +1904,6 @@ def _report_schedule(
             m = transform.m
             parts.append(f"Winograd F({m}x{m}, 3x3) convolution")
             args["winograd_tile"] = m
-    if isinstance(packing[1] if packing else None, WeightPacking):
-        lanes, pixels = _tile_shape(first, target)
-        parts.append(
-            f"register tile {pixels} pixels x {lanes} channels, weight packed in "
-            f"panels of {packing[1].lanes} ({'at bind time' if packing[0] in group.packed else 'per call'})"
-        )
-        args.update(tile_pixels=pixels, tile_channels=lanes, panel=packing[1].lanes)
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]

@@ -1,14 +1,15 @@
 """``kernel-tensorize``: naive contractions become register-tiled micro-kernels.
 
-TVM's schedule rules for dense and batch_matmul (dlight's ``Matmul`` rule)
-as a kernel pass: ``lower-graph-to-kernel`` emits a ``graph.dense`` or
-``graph.matmul`` anchor as its naive contraction — per result element a
+TVM's schedule rules for conv2d, dense and batch_matmul (dlight's
+``Matmul`` rule) as a kernel pass: ``lower-graph-to-kernel`` emits a
+``graph.conv2d``, ``graph.dense`` or ``graph.matmul`` anchor as its naive
+contraction — per result element a
 one-float accumulator, a ``reduce`` block named after the op adding
 ``a · b`` in order, and a ``{op}_store`` block that hands the sum to the
 fused epilogue (:func:`~ember.lowering.graph_to_kernel._gen_contraction`) —
 and this pass rewrites that nest into today's micro-kernel::
 
-    kernel-tensorize{ops=dense,matmul vector-bits=256}
+    kernel-tensorize{ops=conv2d,dense,matmul vector-bits=256}
 
 ```mlir
 kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel {
@@ -21,6 +22,12 @@ kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel
                                                     kernel.block "dense_store" (...) { epilogue x4 }
 ```
 
+* ``conv2d`` (one group, over its padded input: ``out[n, o, y, x] =
+  Σ in[n, c, y·sh + i·dh, x·sw + j·dw] · w[o, c, i, j]``): tiles of output
+  pixels × a panel of output channels over the weight in panels
+  (OIHW → O/L·I·H·W·L), or row tiles (:mod:`ember.lowering.conv_rows`)
+  for a short reduction over wide rows
+  (:func:`~ember.lowering.graph_to_kernel.in_rows`).
 * ``dense`` (``out[i, j] = Σ_k x[i, k] · w[j, k]``): tiles of rows × a
   panel of units over the weight in panels (OI → O/L·I·L, the layout of
   :class:`~ember.lowering.graph_to_kernel.WeightPacking`), tile shape from
@@ -38,7 +45,7 @@ at must be exactly the op's; a nest that differs is left as it is.  The
 fused epilogue is the naive store block's own ops, cloned at every element
 of a tile, not regenerated from the graph.
 
-The weight (dense) or B (matmul) is repacked where it is bound, like
+The weight (conv2d in panels, dense) or B (matmul) is repacked where it is bound, like
 ``kernel-pack-layout``: when every ``graph.call_kernel`` of the kernel
 passes a ``graph.constant`` there and the kernel reads it only in the
 product, each constant is replaced by its packed copy (once per constant)
@@ -69,16 +76,25 @@ from ember.errors import PassError
 from ember.lowering import gemm
 from ember.lowering import graph_to_kernel as g2k
 
-Index = tuple[str, int]
-"""Where an operand index comes from: ``("s", d)`` the result's index ``d``,
-``("r", d)`` the reduction's index ``d``, ``("0", 0)`` the constant 0."""
+Variable = tuple[str, int]
+"""``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's."""
+Index = tuple[tuple[Variable, int], ...]
+"""An operand index as a sum of variables times factors, sorted (no
+offsets: the naive nests index from 0); ``()`` is the constant 0."""
+
+
+def linear(**terms: int) -> Index:
+    """The index ``sum(factor * variable)``: ``linear(s2=2, r1=1)``."""
+    return tuple(sorted(((name[0], int(name[1:])), f) for name, f in terms.items() if f))
 
 
 @dataclass(frozen=True)
 class Operand:
-    """A kernel input read in the product: argument ``arg`` at ``indices``."""
+    """A buffer read in the product at ``indices``: kernel argument ``arg``,
+    or (``arg`` ``None``) a scratch buffer the kernel fills before the nest."""
 
-    arg: int
+    buffer: SSAValue
+    arg: int | None
     indices: tuple[Index, ...]
 
 
@@ -88,6 +104,8 @@ class Contraction:
 
     name: str
     """The reduce block's name: which op the lowering emitted."""
+    nest: ForOp
+    """The nest's outermost loop."""
     spatial: tuple[int, ...]
     reduction: tuple[int, ...]
     a: Operand
@@ -120,22 +138,44 @@ def _binds(block: BlockOp, ivs: Sequence[SSAValue], kinds: Sequence[str]) -> boo
     return list(block.bindings) == list(ivs) and list(block.kinds) == list(kinds)
 
 
-def _read(value: SSAValue, variables: dict[SSAValue, Index], args: Sequence[SSAValue]) -> Operand | None:
-    """The kernel input ``value`` loads (through an ``extf``), or ``None``."""
+def _index(value: SSAValue, variables: dict[SSAValue, Variable]) -> dict[Variable, int] | None:
+    """``value`` as variables times factors, if it is one (``addi``, ``muli``
+    by a constant, block variables, the constant 0)."""
+    if value in variables:
+        return {variables[value]: 1}
+    op = value.owner
+    if _is_zero_index(value):
+        return {}
+    if isinstance(op, arith.AddiOp):
+        lhs, rhs = _index(op.lhs, variables), _index(op.rhs, variables)
+        if lhs is None or rhs is None:
+            return None
+        return {v: lhs.get(v, 0) + rhs.get(v, 0) for v in {*lhs, *rhs}}
+    if isinstance(op, arith.MuliOp):
+        factor = op.rhs.owner
+        terms = _index(op.lhs, variables)
+        if terms is None or not isinstance(factor, arith.ConstantOp):
+            return None
+        return {v: f * factor.value.value.data for v, f in terms.items()}  # type: ignore[attr-defined]
+    return None
+
+
+def _read(value: SSAValue, variables: dict[SSAValue, Variable], buffers: Sequence[SSAValue]) -> Operand | None:
+    """The buffer ``value`` loads (through an ``extf``) and where, or ``None``."""
     if isinstance(value.owner, arith.ExtFOp):
         value = value.owner.input
     load = value.owner
-    if not isinstance(load, memref.LoadOp) or load.memref not in args:
+    if not isinstance(load, memref.LoadOp) or load.memref not in buffers:
         return None
     indices: list[Index] = []
     for index in load.indices:
-        if index in variables:
-            indices.append(variables[index])
-        elif _is_zero_index(index):
-            indices.append(("0", 0))
-        else:
+        terms = _index(index, variables)
+        if terms is None:
             return None
-    return Operand(list(args).index(load.memref), tuple(indices))
+        indices.append(tuple(sorted((v, f) for v, f in terms.items() if f)))
+    args = list(load.memref.owner.args) if isinstance(load.memref.owner, Block) else []
+    arg = args.index(load.memref) if load.memref in args else None
+    return Operand(load.memref, arg, tuple(indices))
 
 
 def _accumulates(block: BlockOp, acc: SSAValue) -> tuple[SSAValue, SSAValue] | None:
@@ -159,7 +199,9 @@ def _accumulates(block: BlockOp, acc: SSAValue) -> tuple[SSAValue, SSAValue] | N
     loads = {v.owner for v in (a, b)} | {
         v.owner.input.owner for v in (a, b) if isinstance(v.owner, arith.ExtFOp)
     }
-    if set(ops) != {store, total, old, product, *loads}:
+    index_ops = (arith.AddiOp, arith.MuliOp)
+    rest = set(ops) - {store, total, old, product, *loads}
+    if not all(isinstance(op, index_ops) for op in rest):
         return None
     return a, b
 
@@ -167,11 +209,17 @@ def _accumulates(block: BlockOp, acc: SSAValue) -> tuple[SSAValue, SSAValue] | N
 def match_contraction(kernel: FuncOp) -> Contraction | None:
     """The naive contraction ``kernel`` computes, or ``None`` when its body
     is anything else (:func:`~ember.lowering.graph_to_kernel._gen_contraction`
-    says what the nest looks like)."""
+    says what the nest looks like).  The nest is the kernel's last loop
+    nest; before it the kernel may fill scratch buffers the product reads
+    (conv2d's padded input), after it only free them."""
     top = list(kernel.body.block.ops)
-    if len(top) != 2 or not isinstance(top[0], ForOp) or not isinstance(top[1], ReturnOp):
+    nests = loop_nests(kernel)
+    if not nests or not isinstance(top[-1], ReturnOp):
         return None
-    outer = loop_nests(kernel)[0]
+    outer = nests[-1]
+    after = top[top.index(outer[0]) + 1 : -1]
+    if not all(isinstance(op, memref.DeallocOp) for op in after):
+        return None
     body = list(outer[-1].body.block.ops)
     if len(body) != 5 or not all(_plain(loop) for loop in outer):
         return None
@@ -212,15 +260,19 @@ def match_contraction(kernel: FuncOp) -> Contraction | None:
     products = _accumulates(block, acc)
     if products is None:
         return None
-    variables = {v: ("s", d) for d, v in enumerate(block.iter_vars[: len(ivs)])}
+    variables: dict[SSAValue, Variable] = {
+        v: ("s", d) for d, v in enumerate(block.iter_vars[: len(ivs)])
+    }
     variables |= {v: ("r", d) for d, v in enumerate(block.iter_vars[len(ivs) :])}
     args = kernel.body.block.args
-    a, b = (_read(v, variables, args) for v in products)
+    scratch = [op.memref for op in top if isinstance(op, memref.AllocOp)]
+    a, b = (_read(v, variables, [*args, *scratch]) for v in products)
     total = _epilogue_input(store, acc, args)
     if a is None or b is None or total is None:
         return None
     return Contraction(
         name,
+        outer[0],
         tuple(loop.ub for loop in outer),
         tuple(loop.ub for loop in inner),
         a,
@@ -360,9 +412,9 @@ class _Rewrite:
     def arg(self, n: int) -> SSAValue:
         return self.kernel.body.block.args[n]
 
-    def load(self, em: g2k._Emitter, operand: Operand, at: dict[Index, SSAValue]) -> SSAValue:
-        indices = [em.index(0) if i == ("0", 0) else at[i] for i in operand.indices]
-        return em.load_widened(self.arg(operand.arg), indices)
+    def load(self, em: g2k._Emitter, operand: Operand, at: dict[Variable, SSAValue]) -> SSAValue:
+        """``operand`` at its indices, the variables bound by ``at`` (f32)."""
+        return em.load_widened(operand.buffer, [_emit_index(em, i, at) for i in operand.indices])
 
     def packed_b(self, packing: g2k.WeightPacking | gemm.ColumnPanels) -> SSAValue | None:
         """The packed ``b`` argument, when its callers bind it (repacked now)."""
@@ -373,6 +425,12 @@ class _Rewrite:
         old = self.arg(arg)
         shape = packing.shape(old.type.get_shape())  # type: ignore[attr-defined]
         return Rewriter.replace_value_with_new_type(old, MemRefType(f32, shape))
+
+
+def _emit_index(em: g2k._Emitter, index: Index, at: dict[Variable, SSAValue]) -> SSAValue:
+    if len(index) == 1 and index[0][1] == 1:
+        return at[index[0][0]]
+    return em.affine([(at[v], factor) for v, factor in index])
 
 
 def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
@@ -389,7 +447,7 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
         panels = g2k.weight_panels(em, rw.arg(c.b.arg), shape, packing)
 
     def read(em: g2k._Emitter, row: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
-        return rw.load(em, c.a, {("s", 0): row, ("r", 0): red[0]})
+        return rw.load(em, c.a, {S0: row, R0: red[0]})
 
     def result_at(em: g2k._Emitter, unit: SSAValue, row: SSAValue) -> list[SSAValue]:
         return [row, unit]
@@ -410,12 +468,11 @@ def _matmul(rw: _Rewrite, em: g2k._Emitter) -> str:
     packing = gemm.matmul_packing(rw.bound is not None, rows, rw.target)
     epilogue = _Epilogue(c)
 
-    def batch_at(batch_ivs: Sequence[SSAValue]) -> dict[Index, SSAValue]:
+    def batch_at(batch_ivs: Sequence[SSAValue]) -> dict[Variable, SSAValue]:
         return {("s", d): v for d, v in enumerate(batch_ivs)}
 
     def b_batch(em: g2k._Emitter, batch_ivs: Sequence[SSAValue]) -> list[SSAValue]:
-        at = batch_at(batch_ivs)
-        return [em.index(0) if i == ("0", 0) else at[i] for i in c.b.indices[:-2]]
+        return [_emit_index(em, i, batch_at(batch_ivs)) for i in c.b.indices[:-2]]
 
     if packing is None:
         b = rw.arg(c.b.arg)
@@ -437,7 +494,7 @@ def _matmul(rw: _Rewrite, em: g2k._Emitter) -> str:
             return em.load(panels, [*b_batch(em, batch_ivs), panel, red[0], lane])
 
     def a_at(em, batch_ivs, row, red):  # type: ignore[no-untyped-def]
-        at = batch_at(batch_ivs) | {("s", len(batch)): row, ("r", 0): red[0]}
+        at = batch_at(batch_ivs) | {("s", len(batch)): row, R0: red[0]}
         return rw.load(em, c.a, at)
 
     def store(em, batch_ivs, row, column, value):  # type: ignore[no-untyped-def]
@@ -451,12 +508,17 @@ def _matmul(rw: _Rewrite, em: g2k._Emitter) -> str:
     return f"register tile {most_rows} rows x {width} columns, {describe}"
 
 
+S0: Variable = ("s", 0)
+R0: Variable = ("r", 0)
+
+
 def _is_dense(c: Contraction) -> bool:
     return (
         len(c.spatial) == 2
         and len(c.reduction) == 1
-        and c.a.indices == (("s", 0), ("r", 0))
-        and c.b.indices == (("s", 1), ("r", 0))
+        and c.a.indices == (linear(s0=1), linear(r0=1))
+        and c.b.indices == (linear(s1=1), linear(r0=1))
+        and c.b.arg is not None
     )
 
 
@@ -469,18 +531,102 @@ def _is_matmul(c: Contraction) -> bool:
         # Broadcast batch axes read 0; the rest are the result's trailing ones.
         offset = batch - len(indices)
         return offset >= 0 and all(
-            i == ("0", 0) or i == ("s", offset + d) for d, i in enumerate(indices)
+            i in ((), ((("s", offset + d), 1),)) for d, i in enumerate(indices)
         )
 
     return (
-        c.a.indices[-2:] == (("s", batch), ("r", 0))
-        and c.b.indices[-2:] == (("r", 0), ("s", batch + 1))
+        c.a.indices[-2:] == ((((("s", batch), 1),)), (((R0, 1),)))
+        and c.b.indices[-2:] == (((R0, 1),), ((("s", batch + 1), 1),))
         and batch_ok(c.a.indices[:-2])
         and batch_ok(c.b.indices[:-2])
+        and c.b.arg is not None
+    )
+
+
+def _conv_params(c: Contraction) -> tuple[int, int, int, int] | None:
+    """``(sh, sw, dh, dw)`` of a one-group conv2d nest over NCHW / OIHW, or
+    ``None``: A read at ``[n, ic, oh·sh + kh·dh, ow·sw + kw·dw]``, the
+    weight at ``[oc, ic, kh, kw]``."""
+    if len(c.spatial) != 4 or len(c.reduction) != 3 or c.b.arg is None:
+        return None
+    a, b = c.a.indices, c.b.indices
+    if b != (linear(s1=1), linear(r0=1), linear(r1=1), linear(r2=1)):
+        return None
+    if len(a) != 4 or a[:2] != (linear(s0=1), linear(r0=1)):
+        return None
+    y, x = dict(a[2]), dict(a[3])
+    if set(y) != {("s", 2), ("r", 1)} or set(x) != {("s", 3), ("r", 2)}:
+        return None
+    return y[("s", 2)], x[("s", 3)], y[("r", 1)], x[("r", 2)]
+
+
+def _is_conv2d(c: Contraction) -> bool:
+    return _conv_params(c) is not None
+
+
+def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
+    """Direct convolution: register tiles of output pixels × a panel of
+    output channels over the weight in panels; a short reduction over wide
+    rows keeps the vector along the output row (row tiles,
+    :mod:`ember.lowering.conv_rows`)."""
+    c = rw.contraction
+    params = _conv_params(c)
+    assert params is not None  # checked by _is_conv2d
+    sh, sw, dh, dw = params
+    n, out_channels, oh, ow = c.spatial
+    in_channels, kh, kw = c.reduction
+    source = c.a.buffer
+    weight = rw.arg(c.b.arg)  # type: ignore[arg-type]
+    epilogue = _Epilogue(c)
+    if g2k.in_rows(sw, in_channels * kh * kw, ow, rw.target):
+        from ember.lowering.conv_rows import emit_conv2d_row_tiles
+
+        emit_conv2d_row_tiles(
+            em, source, weight, (n, out_channels, oh, ow), (in_channels, kh, kw),
+            sh, (dh, dw), epilogue.emit_result, rw.target,
+        )
+        rows, width = gemm.tile_shape(rw.target)
+        return f"direct convolution in row tiles of {rows} channels x {width} columns, weight read in place"
+    lanes, tile = g2k.product_tile(out_channels, 0, rw.target)
+    packing = g2k.WeightPacking(lanes)
+    shape = weight.type.get_shape()  # type: ignore[attr-defined]
+    panels = rw.packed_b(packing)
+    when = "at bind time" if panels is not None else "per call"
+    if panels is None:
+        panels = g2k.weight_panels(em, weight, shape, packing)
+    out_shape = [n, oh, ow]
+
+    def read(em: g2k._Emitter, pixel: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
+        vic, vkh, vkw = red
+        vn, voh, vow = g2k._unflatten(em, pixel, out_shape)
+        y = em.affine([(voh, sh), (vkh, dh)])
+        x = em.affine([(vow, sw), (vkw, dw)])
+        return em.load_widened(source, [vn, vic, y, x])
+
+    def result_at(em: g2k._Emitter, channel: SSAValue, pixel: SSAValue) -> list[SSAValue]:
+        vn, voh, vow = g2k._unflatten(em, pixel, out_shape)
+        return [vn, channel, voh, vow]
+
+    product = g2k._Product(
+        "conv2d",
+        n * oh * ow,
+        out_channels,
+        (("ic", in_channels), ("kh", kh), ("kw", kw)),
+        panels,
+        lanes,
+        tile,
+        read,
+        result_at,
+    )
+    g2k._emit_product(em, epilogue, product)  # type: ignore[arg-type]
+    return (
+        f"direct convolution, register tile {tile} pixels x {lanes} channels, "
+        f"weight packed in panels of {lanes} ({when})"
     )
 
 
 RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._Emitter], str]]] = {
+    "conv2d": (_is_conv2d, _conv2d),
     "dense": (_is_dense, _dense),
     "matmul": (_is_matmul, _matmul),
 }
@@ -489,12 +635,12 @@ RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._E
 
 @dataclass(frozen=True)
 class KernelTensorizePass(ModulePass):
-    """Rewrite naive dense/matmul contractions into register-tiled micro-kernels."""
+    """Rewrite naive conv2d/dense/matmul contractions into register-tiled micro-kernels."""
 
     name = "kernel-tensorize"
 
     ops: tuple[str, ...] = tuple(RULES)
-    """The contractions rewritten (``dense``, ``matmul``)."""
+    """The contractions rewritten (``conv2d``, ``dense``, ``matmul``)."""
 
     vector_bits: int = 0
     """Vector register width the tiles are shaped for; 0: this host's."""
@@ -526,17 +672,21 @@ class KernelTensorizePass(ModulePass):
 
 
 def _replace_body(rw: _Rewrite, rewrite: Callable[[_Rewrite, g2k._Emitter], str]) -> None:
-    """Build the micro-kernel in place of the naive body (kept, detached,
-    until the epilogue has been cloned from it), and say so."""
+    """Build the micro-kernel in place of the naive nest (kept, detached,
+    until the epilogue has been cloned from it), and say so; the ops before
+    the nest stay, and so do those after it (deallocs, the return)."""
     kernel = rw.kernel
-    naive = list(kernel.body.block.ops)
-    for old in naive:
-        old.detach()
-    em = g2k._Emitter(kernel.body.block)
+    block = kernel.body.block
+    nest = rw.contraction.nest
+    after = []
+    while block.last_op is not nest:
+        after.insert(0, block.last_op)
+        block.last_op.detach()  # type: ignore[union-attr]
+    nest.detach()
+    em = g2k._Emitter(block)
     schedule = rewrite(rw, em)
-    em.add(ReturnOp())
-    for old in reversed(naive):
-        old.erase(safe_erase=False)
+    block.add_ops(after)
+    nest.erase(safe_erase=False)
     kernel.update_function_type()
     name = kernel.sym_name.data
     remarks.applied(
