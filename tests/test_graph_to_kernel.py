@@ -276,7 +276,8 @@ def test_prepacking_replaces_the_weight_constant() -> None:
 
 
 def test_pixel_tiles_have_no_one_pixel_tail() -> None:
-    from ember.lowering.graph_to_kernel import _balanced_tiles, _pixel_tiles
+    from ember.lowering.microkernels import balanced_tiles as _balanced_tiles
+    from ember.lowering.microkernels import pixel_tiles as _pixel_tiles
 
     # (start, count, size) runs: 49 pixels by at most 6 are 4×6 + 5×5, not
     # 8×6 + 1; a divisor of the total, when there is one, gives one run.

@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from ember.lowering import graph_to_kernel as g2k
+from ember.lowering import microkernels as mk
 
 ROW_TILE_VECTORS = 2
 """Vectors of columns per tile: 2 vectors × 5 rows is the 10-accumulator
@@ -87,7 +88,7 @@ class RowProduct:
 def tile_shape(target: g2k.VectorTarget) -> tuple[int, int]:
     """``(most rows, width)`` of a tile for ``target``'s vector registers."""
     budget = (
-        g2k.WIDE_TILE_ACCUMULATORS if target.registers >= 32 else g2k.TILE_ACCUMULATORS
+        mk.WIDE_TILE_ACCUMULATORS if target.registers >= 32 else mk.TILE_ACCUMULATORS
     )
     return budget // ROW_TILE_VECTORS, ROW_TILE_VECTORS * target.vector_lanes
 
@@ -106,7 +107,7 @@ def emit_row_product(
 ) -> None:
     """The loop nests computing ``product``, one per run of same-shape tiles."""
     most_rows, width = tile_shape(target)
-    for row_run in g2k._balanced_tiles(product.rows, most_rows):
+    for row_run in mk.balanced_tiles(product.rows, most_rows):
         for column_run in _column_runs(product.columns, width):
             _emit_tiles(em, product, row_run, column_run)
 
@@ -127,7 +128,7 @@ def _emit_tiles(
     count = math.prod(outer)
     depth = math.prod(extent for _, extent in product.reduction)
     flops = 2 * count * rows * width * depth
-    kind = "parallel" if count > 1 and flops >= g2k.PARALLEL_MIN_FLOPS else "serial"
+    kind = "parallel" if count > 1 and flops >= mk.PARALLEL_MIN_FLOPS else "serial"
     name = product.name
 
     def tile_origin(vt: SSAValue) -> tuple[list[SSAValue], SSAValue, SSAValue]:
@@ -157,7 +158,7 @@ def _emit_tiles(
             em, batch, em.add_index(first_row, r), column, value
         )
 
-    g2k.emit_register_tiles(
+    mk.emit_register_tiles(
         em,
         name,
         ("t", count, kind),

@@ -64,7 +64,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -75,6 +75,7 @@ from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functi
 from ember.errors import PassError
 from ember.lowering import gemm
 from ember.lowering import graph_to_kernel as g2k
+from ember.lowering import microkernels as mk
 
 Variable = tuple[str, int]
 """``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's."""
@@ -438,13 +439,13 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
     c = rw.contraction
     rows, units = c.spatial
     (depth,) = c.reduction
-    lanes, tile = g2k.product_tile(units, rows, rw.target)
+    lanes, tile = mk.product_tile(units, rows, rw.target)
     packing = g2k.WeightPacking(lanes)
     shape = rw.arg(c.b.arg).type.get_shape()  # type: ignore[attr-defined]
     panels = rw.packed_b(packing)
     when = "at bind time" if panels is not None else "per call"
     if panels is None:
-        panels = g2k.weight_panels(em, rw.arg(c.b.arg), shape, packing)
+        panels = mk.weight_panels(em, rw.arg(c.b.arg), shape, packing)
 
     def read(em: g2k._Emitter, row: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
         return rw.load(em, c.a, {S0: row, R0: red[0]})
@@ -452,10 +453,10 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
     def result_at(em: g2k._Emitter, unit: SSAValue, row: SSAValue) -> list[SSAValue]:
         return [row, unit]
 
-    product = g2k._Product(
+    product = mk.Product(
         "dense", rows, units, (("k", depth),), panels, lanes, tile, read, result_at
     )
-    g2k._emit_product(em, _Epilogue(c), product)  # type: ignore[arg-type]
+    mk.emit_product(em, _Epilogue(c), product)  # type: ignore[arg-type]
     return f"register tile {tile} rows x {lanes} units, weight packed in panels of {lanes} ({when})"
 
 
@@ -578,7 +579,7 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
     source = c.a.buffer
     weight = rw.arg(c.b.arg)  # type: ignore[arg-type]
     epilogue = _Epilogue(c)
-    if g2k.in_rows(sw, in_channels * kh * kw, ow, rw.target):
+    if mk.in_rows(sw, in_channels * kh * kw, ow, rw.target):
         from ember.lowering.conv_rows import emit_conv2d_row_tiles
 
         emit_conv2d_row_tiles(
@@ -587,13 +588,13 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
         )
         rows, width = gemm.tile_shape(rw.target)
         return f"direct convolution in row tiles of {rows} channels x {width} columns, weight read in place"
-    lanes, tile = g2k.product_tile(out_channels, 0, rw.target)
+    lanes, tile = mk.product_tile(out_channels, 0, rw.target)
     packing = g2k.WeightPacking(lanes)
     shape = weight.type.get_shape()  # type: ignore[attr-defined]
     panels = rw.packed_b(packing)
     when = "at bind time" if panels is not None else "per call"
     if panels is None:
-        panels = g2k.weight_panels(em, weight, shape, packing)
+        panels = mk.weight_panels(em, weight, shape, packing)
     out_shape = [n, oh, ow]
 
     def read(em: g2k._Emitter, pixel: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
@@ -607,7 +608,7 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
         vn, voh, vow = g2k._unflatten(em, pixel, out_shape)
         return [vn, channel, voh, vow]
 
-    product = g2k._Product(
+    product = mk.Product(
         "conv2d",
         n * oh * ow,
         out_channels,
@@ -618,7 +619,7 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
         read,
         result_at,
     )
-    g2k._emit_product(em, epilogue, product)  # type: ignore[arg-type]
+    mk.emit_product(em, epilogue, product)  # type: ignore[arg-type]
     return (
         f"direct convolution, register tile {tile} pixels x {lanes} channels, "
         f"weight packed in panels of {lanes} ({when})"
