@@ -57,7 +57,7 @@ are bit for bit the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -75,6 +75,7 @@ from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functi
 from ember.errors import PassError
 from ember.lowering import gemm
 from ember.lowering import graph_to_kernel as g2k
+from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 from ember.lowering import microkernels as mk
 
 Variable = tuple[str, int]
@@ -366,28 +367,16 @@ def _bound_callers(module: ModuleOp, kernel: FuncOp, arg: int) -> list[CallKerne
     return calls
 
 
-class _Packer:
-    """Repacks the constants bound to a kernel argument, each constant once
-    per layout; the originals go once nothing else reads them."""
-
-    def __init__(self) -> None:
-        self.packed: dict[tuple[ConstantOp, Hashable], SSAValue] = {}
-
-    def bind(self, calls: Sequence[CallKernelOp], arg: int, packing: g2k.WeightPacking | gemm.ColumnPanels) -> None:
-        for call in calls:
-            constant = call.operands[arg].owner
-            assert isinstance(constant, ConstantOp)  # checked by _bound_callers
-            key = (constant, packing)
-            if key not in self.packed:
-                new = ConstantOp.from_array(packing.pack(constant.to_array(copy=False)), copy=False)
-                block = constant.parent_block()
-                assert block is not None  # constants live in function bodies
-                block.insert_op_after(new, constant)
-                new.results[0].name_hint = (constant.results[0].name_hint or "weight") + "_packed"
-                self.packed[key] = new.results[0]
-            call.operands[arg] = self.packed[key]
-            if not constant.results[0].uses:
-                constant.parent_block().erase_op(constant)  # type: ignore[union-attr]
+def _bind_packed(
+    packer: WeightPacker, calls: Sequence[CallKernelOp], arg: int, packing: Packing
+) -> None:
+    """Pass the constant each of ``calls`` binds to ``arg`` packed (each
+    constant once per layout); the originals go once nothing reads them."""
+    for call in calls:
+        constant = call.operands[arg].owner
+        assert isinstance(constant, ConstantOp)  # checked by _bound_callers
+        call.operands[arg] = packer.pack(constant, packing)
+    packer.erase_unused_originals()
 
 
 # --------------------------------------------------------------------------
@@ -408,7 +397,7 @@ class _Rewrite:
     """The calls of the kernel when each binds a constant to ``b``, else ``None``."""
     packable: bool
     """Whether ``b`` may change layout (:func:`_read_only_in_product`)."""
-    packer: _Packer
+    packer: WeightPacker
 
     def arg(self, n: int) -> SSAValue:
         return self.kernel.body.block.args[n]
@@ -422,7 +411,7 @@ class _Rewrite:
         if self.bound is None or not self.packable:
             return None
         arg = self.contraction.b.arg
-        self.packer.bind(self.bound, arg, packing)
+        _bind_packed(self.packer, self.bound, arg, packing)
         old = self.arg(arg)
         shape = packing.shape(old.type.get_shape())  # type: ignore[attr-defined]
         return Rewriter.replace_value_with_new_type(old, MemRefType(f32, shape))
@@ -659,7 +648,7 @@ class KernelTensorizePass(ModulePass):
                 f"(0: this host's), got {self.vector_bits}"
             )
         target = g2k.VectorTarget(self.vector_bits) if self.vector_bits else g2k.VectorTarget.host()
-        packer = _Packer()
+        packer = WeightPacker(target)
         for kernel in kernel_functions(op):
             contraction = match_contraction(kernel)
             if contraction is None or contraction.name not in self.ops:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -74,8 +75,19 @@ _KEPT_OPS: tuple[type[Operation], ...] = (
 """Ops that a lowered graph function keeps as they are."""
 
 
+class Packing(Protocol):
+    """A weight layout: the packed shape and the numpy packing
+    (:class:`~ember.lowering.graph_to_kernel.WeightPacking`, ...)."""
+
+    def shape(self, shape: Sequence[int]) -> tuple[int, ...]: ...
+
+    def pack(self, array: Any) -> Any: ...
+
+
 class WeightPacker:
-    """Packs constant weights for their kernels, each constant once per layout."""
+    """Packs constant weights for their kernels, each constant once per
+    layout: here for the Winograd kernels, in ``kernel-tensorize`` for the
+    micro-kernels' panels."""
 
     def __init__(self, target: VectorTarget) -> None:
         self.target = target
@@ -89,7 +101,14 @@ class WeightPacker:
         if found is None or not isinstance(found[0].owner, ConstantOp):
             return group, list(group.inputs)
         weight, packing = found
-        constant = found[0].owner
+        assert isinstance(weight.owner, ConstantOp)  # checked above
+        packed = self.pack(weight.owner, packing)
+        operands = [packed if v is weight else v for v in group.inputs]
+        return replace(group, packed=(weight,)), operands
+
+    def pack(self, constant: ConstantOp, packing: Packing) -> SSAValue:
+        """The constant holding ``constant`` packed by ``packing`` (made
+        once, right after ``constant``)."""
         key = (constant, packing)
         if key not in self.packed:
             new = ConstantOp.from_array(
@@ -98,11 +117,10 @@ class WeightPacker:
             block = constant.parent_block()
             assert block is not None  # constants live in function bodies
             block.insert_op_after(new, constant)
-            new.results[0].name_hint = (weight.name_hint or "weight") + "_packed"
+            hint = constant.results[0].name_hint
+            new.results[0].name_hint = (hint or "weight") + "_packed"
             self.packed[key] = new.results[0]
-        packed = self.packed[key]
-        operands = [packed if v is weight else v for v in group.inputs]
-        return replace(group, packed=(weight,)), operands
+        return self.packed[key]
 
     def erase_unused_originals(self) -> None:
         """Drop constants that only fed packed kernels (their arrays go with
