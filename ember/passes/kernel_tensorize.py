@@ -75,8 +75,8 @@ from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functi
 from ember.errors import PassError
 from ember.lowering import gemm
 from ember.lowering import graph_to_kernel as g2k
-from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 from ember.lowering import microkernels as mk
+from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 
 Variable = tuple[str, int]
 """``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's."""
