@@ -200,10 +200,20 @@ def test_kernel_tensorize_rejects_bad_options(pipeline, message) -> None:
         apply_passes(_naive(DENSE, {}, 256), pipeline)
 
 
-def test_build_without_a_schedule_runs_the_naive_kernels() -> None:
-    text = _program("matmul", (2, 5, 6), (6, 9), (2, 5, 9), "f32", "bias_relu")
+BUILDS = {
+    "matmul": ("matmul", (2, 5, 6), (6, 9), (2, 5, 9), ""),
+    "conv2d": ("conv2d", (1, 3, 9, 9), (4, 3, 3, 3), (1, 4, 5, 5), "{strides = [2, 2], padding = [1, 1, 1, 1]}"),
+    "dense": ("dense", (3, 7), (5, 7), (3, 5), ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDS))
+def test_build_without_a_schedule_runs_the_naive_kernels(name) -> None:
+    op, a_shape, b_shape, out_shape, attrs = BUILDS[name]
+    text = _program(op, a_shape, b_shape, out_shape, "f32", "bias_relu", attrs)
     rng = np.random.default_rng(0)
-    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((2, 5, 6), (6, 9), (9,)))
+    channels = out_shape[1] if op == "conv2d" else out_shape[-1]
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in (a_shape, b_shape, (channels,)))
     expected = ember.interpret(ember.parse(text), "main", a, b, c)[0]
     options = CompileOptions(schedule="")
     naive = to_kernel(to_graph(ember.parse(text), {}, options), options)
