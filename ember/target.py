@@ -56,8 +56,11 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 }
 """Option → the kinds that take it (empty: all)."""
 
-DEFAULT_SCHEDULES: dict[str, str] = {"llvm": "kernel-vectorize,kernel-parallelize"}
-"""Target kind → its default schedule (:attr:`Target.default_schedule`)."""
+DEFAULT_SCHEDULES: dict[str, str] = {
+    "llvm": "kernel-tensorize{{vector-bits={vector_bits}}},kernel-vectorize,kernel-parallelize"
+}
+"""Target kind → its default schedule (:attr:`Target.default_schedule`);
+``{vector_bits}`` is the target's :attr:`Target.vector_bits`."""
 
 VECTOR_BITS_BY_FEATURE = (("avx512f", 512), ("avx", 256))
 """The widest vector register a CPU feature brings; without any, 128 (SSE)."""
@@ -167,12 +170,14 @@ class Target:
         as a pipeline string (``ember-translate --emit=schedule`` prints it;
         ``ember.build(..., options={"schedule": ...})`` replaces it).
 
-        The CPU's: one thread team over the outer loops of each loop nest the
-        kernel generators leave unscheduled, vectors in its innermost loop.
-        Tile shapes and weight layouts of the micro-kernels still come from
-        the kernel generators (:mod:`ember.lowering.graph_to_kernel`), sized
-        by :attr:`vector_bits`."""
-        return DEFAULT_SCHEDULES.get(self.kind, "")
+        The CPU's: dense and matmul contractions as register-tiled
+        micro-kernels shaped for :attr:`vector_bits` (``kernel-tensorize``),
+        then one thread team over the outer loops of each loop nest left
+        unscheduled, vectors in its innermost loop.  The conv2d micro-kernels
+        still come from the kernel generators
+        (:mod:`ember.lowering.graph_to_kernel`)."""
+        schedule = DEFAULT_SCHEDULES.get(self.kind, "")
+        return schedule.format(vector_bits=self.vector_bits) if "{vector_bits}" in schedule else schedule
 
     def vector_lanes(self, dtype: str = "float32") -> int:
         """Elements of ``dtype`` (a numpy name) in one vector register."""

@@ -22,6 +22,7 @@ import ember
 from ember.dialects.kernel import BlockOp, ForOp, is_kernel
 from ember.lowering.gemm import PACK_MIN_ROWS, ColumnPanels
 from ember.passes.bind_params import bind_params_in_place
+from ember.passes.kernel_tensorize import KernelTensorizePass
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 from ember.runtime import threads
 
@@ -75,6 +76,7 @@ def _kernel_of(text: str, params: dict[str, np.ndarray]) -> FuncOp:
     module = ember.parse(text)
     bind_params_in_place(module, params, "main")
     LowerGraphToKernelPass().apply(Context(), module)
+    KernelTensorizePass().apply(Context(), module)
     return next(op for op in module.ops if is_kernel(op))
 
 

@@ -33,7 +33,9 @@ from ember.lowering.graph_to_kernel import (
     weight_packing,
 )
 from ember.passes.bind_params import bind_params_in_place
+from ember.passes.kernel_tensorize import KernelTensorizePass
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+from ember.passes.pipeline import apply_passes
 from ember.testing import assert_same_values
 
 RNG_SEED = 0
@@ -99,7 +101,10 @@ through the kernel interpreter (and the IR does not depend on the host)."""
 
 
 def lower(module: ModuleOp, vector_bits: int = VECTOR_BITS) -> ModuleOp:
+    """The kernels of ``module``: lowered, then dense and matmul made
+    micro-kernels (``kernel-tensorize``) for the same vector width."""
     LowerGraphToKernelPass(vector_bits=vector_bits).apply(Context(), module)
+    KernelTensorizePass(vector_bits=vector_bits).apply(Context(), module)
     ember.verify_module(module)
     return module
 
@@ -271,7 +276,8 @@ def test_prepacking_replaces_the_weight_constant() -> None:
 
 
 def test_pixel_tiles_have_no_one_pixel_tail() -> None:
-    from ember.lowering.graph_to_kernel import _balanced_tiles, _pixel_tiles
+    from ember.lowering.microkernels import balanced_tiles as _balanced_tiles
+    from ember.lowering.microkernels import pixel_tiles as _pixel_tiles
 
     # (start, count, size) runs: 49 pixels by at most 6 are 4×6 + 5×5, not
     # 8×6 + 1; a divisor of the total, when there is one, gives one run.
@@ -316,9 +322,9 @@ func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
   func.return %0 : tensor<3x3xf32>
 }"""
     )
+    # dense is lowered naive: kernel-tensorize packs its weight.
     dense = _ops_of(binary("dense", "4x8", "40x8", "4x40"))
-    weight, packing = weight_packing(make_group(dense), target)
-    assert weight is dense[0].operands[1] and packing.lanes == 16
+    assert weight_packing(make_group(dense), target) is None
 
 
 # A short reduction over wide rows: 3 channels × 3×3 taps, 20 outputs wide
@@ -375,7 +381,7 @@ def test_lower_group_rejects_packing_an_input_that_is_not_a_weight() -> None:
     (op,) = _ops_of(binary("dense", "2x4", "3x4", "2x3"))
     group = replace(make_group([op]), packed=(op.operands[0],))
     with pytest.raises(
-        PassError, match="only the weight of a conv2d or dense anchor, or the B of"
+        PassError, match="only the weight of a Winograd conv2d anchor"
     ):
         lower_group(group, "dense", VectorTarget(256))
 
@@ -691,6 +697,7 @@ def lower_as_group(
     group = make_group(ops, chosen)
     kernel = lower_group(group, kernel_stem(group), VectorTarget(VECTOR_BITS))
     kernel_module = ModuleOp([kernel])
+    KernelTensorizePass(vector_bits=VECTOR_BITS).apply(Context(), kernel_module)
     kernel_module.verify()
     expected = {
         op.results[0]: value
@@ -952,15 +959,53 @@ def _run_compiled(text: str, target: VectorTarget, prepack: bool) -> None:
     (expected,) = ember.interpret(module, "main", *args)
     group = make_group(_ops_of_module(module))
     arrays = dict(zip(_main(module).args, args))
+    if prepack and weight_packing(group, target) is None:
+        _run_bound_compiled(text, target, args, expected)
+        return
     if prepack:
         found = weight_packing(group, target)
         assert found is not None
         weight, packing = found
         arrays[weight] = packing.pack(arrays[weight])
         group = replace(group, packed=(weight,))
-    jit = compile_kernels(ModuleOp([lower_group(group, "k", target)]))
+    kernels = ModuleOp([lower_group(group, "k", target)])
+    KernelTensorizePass(vector_bits=target.bits).apply(Context(), kernels)
+    jit = compile_kernels(kernels)
     got = np.full(expected.shape, np.nan, np.float32)
     jit.run("k", *[arrays[v] for v in group.inputs], got)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def _run_bound_compiled(
+    text: str, target: VectorTarget, args: list[np.ndarray], expected: np.ndarray
+) -> None:
+    """A conv2d or dense whose weight is bound: ``kernel-tensorize`` repacks
+    the constant at bind time; the compiled kernel runs on the packed copy."""
+    from ember.backends.cpu import compile_kernels
+
+    module = ember.parse(text)
+    main = _main(module)
+    by_name = {arg.name_hint: array for arg, array in zip(main.args, args)}
+    weight = _ops_of_module(module)[0].operands[1]
+    n = list(main.args).index(weight)
+    bind_params_in_place(module, {weight.name_hint: args[n]}, "main")
+    bits = target.bits
+    module = apply_passes(
+        module,
+        f"fuse-ops,lower-graph-to-kernel{{vector-bits={bits}}},kernel-tensorize{{vector-bits={bits}}}",
+    )
+    main = _main(module)
+    (call,) = [op for op in main.body.block.ops if isinstance(op, CallKernelOp)]
+    packed = call.operands[1].owner
+    assert isinstance(packed, ConstantOp) and packed.to_array().ndim == args[n].ndim + 1
+    kernel = next(op for op in module.ops if is_kernel(op))
+    jit = compile_kernels(ModuleOp([kernel.clone()]))
+    got = np.full(expected.shape, np.nan, np.float32)
+    inputs = [
+        packed.to_array() if v is packed.results[0] else by_name[v.name_hint]
+        for v in call.operands
+    ]
+    jit.run(call.callee, *inputs, got)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 

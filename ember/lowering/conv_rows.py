@@ -24,27 +24,34 @@ output-channel block).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 
-from xdsl.dialects import memref
 from xdsl.ir import SSAValue
 
-from ember.dialects import graph
-from ember.dialects.graph import GraphOp
 from ember.lowering import graph_to_kernel as g2k
 from ember.lowering.gemm import Emitter, Indices, RowProduct, emit_row_product
 
 
-def gen_conv2d_row_tiles(em: g2k._Emitter, low: g2k._Lowering, op: GraphOp) -> None:
-    """One-group conv2d with column stride 1 as register-blocked row tiles."""
-    data, weight = op.operands
-    n, out_channels, oh, ow = graph.shape_of(op.results[0])
-    _, in_channels, kh, kw = graph.shape_of(weight)
-    sh, _ = op.attr("strides")
-    dh, dw = op.attr("dilation")
-    source, load_source, scratch = g2k._window_source(
-        em, low, data, op.attr("padding"), 0.0
-    )
-    weights = low.buffer(weight)
+def emit_conv2d_row_tiles(
+    em: g2k._Emitter,
+    source: SSAValue,
+    weights: SSAValue,
+    shape: tuple[int, int, int, int],
+    reduction: tuple[int, int, int],
+    row_stride: int,
+    dilation: tuple[int, int],
+    emit_result: Callable[[g2k._Emitter, SSAValue, list[SSAValue]], None],
+    target: g2k.VectorTarget,
+) -> None:
+    """One-group conv2d with column stride 1 as register-blocked row tiles:
+    ``shape`` the result's (n, out channels, rows, columns), ``reduction``
+    (in channels, kernel rows, kernel columns), ``source`` the (padded)
+    input, ``weights`` OIHW as it is; ``emit_result(em, sum, index)``
+    stores a finished sum through the epilogue."""
+    n, out_channels, oh, ow = shape
+    in_channels, kh, kw = reduction
+    sh = row_stride
+    dh, dw = dilation
 
     def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
         return em.load_widened(weights, [row, *red])
@@ -56,13 +63,13 @@ def gen_conv2d_row_tiles(em: g2k._Emitter, low: g2k._Lowering, op: GraphOp) -> N
         vic, vkh, vkw = red
         y = em.affine([(voh, sh), (vkh, dh)])
         x = em.affine([(first, 1), (lane, 1), (vkw, dw)])
-        return load_source(source, [vn, vic, y, x])
+        return em.load_widened(source, [vn, vic, y, x])
 
     def store(
         em: Emitter, batch: Indices, row: SSAValue, column: SSAValue, value: SSAValue
     ) -> None:
         vn, voh = batch
-        low.emit_result(em, value, [vn, row, voh, column])
+        emit_result(em, value, [vn, row, voh, column])
 
     product = RowProduct(
         "conv2d",
@@ -74,6 +81,4 @@ def gen_conv2d_row_tiles(em: g2k._Emitter, low: g2k._Lowering, op: GraphOp) -> N
         b_at,
         store,
     )
-    emit_row_product(em, product, low.target)
-    if scratch:
-        em.add(memref.DeallocOp.get(source))
+    emit_row_product(em, product, target)

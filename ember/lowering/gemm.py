@@ -41,9 +41,8 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
-from ember.dialects import graph
-from ember.dialects.graph import GraphOp
 from ember.lowering import graph_to_kernel as g2k
+from ember.lowering import microkernels as mk
 
 ROW_TILE_VECTORS = 2
 """Vectors of columns per tile: 2 vectors × 5 rows is the 10-accumulator
@@ -89,7 +88,7 @@ class RowProduct:
 def tile_shape(target: g2k.VectorTarget) -> tuple[int, int]:
     """``(most rows, width)`` of a tile for ``target``'s vector registers."""
     budget = (
-        g2k.WIDE_TILE_ACCUMULATORS if target.registers >= 32 else g2k.TILE_ACCUMULATORS
+        mk.WIDE_TILE_ACCUMULATORS if target.registers >= 32 else mk.TILE_ACCUMULATORS
     )
     return budget // ROW_TILE_VECTORS, ROW_TILE_VECTORS * target.vector_lanes
 
@@ -108,7 +107,7 @@ def emit_row_product(
 ) -> None:
     """The loop nests computing ``product``, one per run of same-shape tiles."""
     most_rows, width = tile_shape(target)
-    for row_run in g2k._balanced_tiles(product.rows, most_rows):
+    for row_run in mk.balanced_tiles(product.rows, most_rows):
         for column_run in _column_runs(product.columns, width):
             _emit_tiles(em, product, row_run, column_run)
 
@@ -129,7 +128,7 @@ def _emit_tiles(
     count = math.prod(outer)
     depth = math.prod(extent for _, extent in product.reduction)
     flops = 2 * count * rows * width * depth
-    kind = "parallel" if count > 1 and flops >= g2k.PARALLEL_MIN_FLOPS else "serial"
+    kind = "parallel" if count > 1 and flops >= mk.PARALLEL_MIN_FLOPS else "serial"
     name = product.name
 
     def tile_origin(vt: SSAValue) -> tuple[list[SSAValue], SSAValue, SSAValue]:
@@ -159,7 +158,7 @@ def _emit_tiles(
             em, batch, em.add_index(first_row, r), column, value
         )
 
-    g2k.emit_register_tiles(
+    mk.emit_register_tiles(
         em,
         name,
         ("t", count, kind),
@@ -217,78 +216,23 @@ class ColumnPanels:
         return np.ascontiguousarray(np.swapaxes(split, -3, -2))
 
 
-def matmul_packing(op: GraphOp, target: g2k.VectorTarget) -> ColumnPanels | None:
-    """How ``graph.matmul`` ``op`` reads B: in column panels as wide as a
-    tile when B is a constant (packed once, at bind time) or A has
-    :data:`PACK_MIN_ROWS` rows or more (packed by the kernel); else in place."""
-    lhs, rhs = op.operands
-    constant = isinstance(rhs.owner, graph.ConstantOp)
-    if not constant and graph.shape_of(lhs)[-2] < PACK_MIN_ROWS:
+def matmul_packing(
+    constant_b: bool, rows: int, target: g2k.VectorTarget
+) -> ColumnPanels | None:
+    """How a matmul of ``rows`` rows reads B: in column panels as wide as a
+    tile when B is a constant (``constant_b``: packed once, at bind time) or
+    A has :data:`PACK_MIN_ROWS` rows or more (packed by the kernel); else in
+    place."""
+    if not constant_b and rows < PACK_MIN_ROWS:
         return None
     return ColumnPanels(tile_shape(target)[1])
 
 
-def gen_matmul(em: Emitter, low: g2k._Lowering, op: GraphOp) -> None:
-    """``out[b…, i, j] = Σ_k A[b…, i, k] · B[b…, k, j]`` as register tiles of
-    rows × columns, column tile by column tile (a B panel serves every row
-    block while it is in cache); the epilogue runs in the store."""
-    lhs, rhs = op.operands
-    *batch, rows, columns = graph.shape_of(op.results[0])
-    depth = graph.shape_of(lhs)[-1]
-    rank = len(batch) + 2
-    a = low.buffer(lhs)
-    packing = matmul_packing(op, low.target)
-    if packing is None:
-        b = low.buffer(rhs)
-
-        def b_at(
-            em: Emitter, batch: Indices, red: Indices, first: SSAValue, lane: SSAValue
-        ) -> SSAValue:
-            at = [*g2k._batch_indices(em, rhs, batch, rank), red[0]]
-            return em.load_widened(b, [*at, em.add_index(first, lane)])
-
-    else:
-        panels = _column_panels(em, low, rhs, packing)
-        width = packing.width
-
-        def b_at(
-            em: Emitter, batch: Indices, red: Indices, first: SSAValue, lane: SSAValue
-        ) -> SSAValue:
-            panel = em.add(arith.DivSIOp(first, em.index(width)))
-            at = g2k._batch_indices(em, rhs, batch, rank)
-            return em.load(panels, [*at, panel, red[0], lane])
-
-    def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
-        at = g2k._batch_indices(em, lhs, batch, rank)
-        return em.load_widened(a, [*at, row, red[0]])
-
-    def store(
-        em: Emitter, batch: Indices, row: SSAValue, column: SSAValue, value: SSAValue
-    ) -> None:
-        low.emit_result(em, value, [*batch, row, column])
-
-    product = RowProduct(
-        "matmul",
-        tuple(batch),
-        rows,
-        columns,
-        (("k", depth),),
-        a_at,
-        b_at,
-        store,
-        columns_outer=True,
-    )
-    emit_row_product(em, product, low.target)
-
-
-def _column_panels(
-    em: Emitter, low: g2k._Lowering, rhs: SSAValue, packing: ColumnPanels
+def column_panels(
+    em: Emitter, b: SSAValue, shape: Sequence[int], packing: ColumnPanels
 ) -> SSAValue:
-    """The column panels of ``rhs``: the kernel argument if the caller packed
-    it, else a scratch buffer filled here (the columns past the end zero)."""
-    if rhs in low.group.packed:
-        return low.buffer(rhs)
-    shape = graph.shape_of(rhs)
+    """A scratch buffer of the column panels of ``b`` (of ``shape``), filled
+    here (the columns past the end zero)."""
     *batch, depth, columns = shape
     width = packing.width
     panels = em.alloc(packing.shape(shape))
@@ -306,7 +250,7 @@ def _column_panels(
         em.nest(g2k._names("r", len(shape)), shape) as ivs,
         em.kblock("pack", g2k._spatial(ivs)) as (*vb, vk, vj),
     ):
-        value = em.load_widened(low.buffer(rhs), [*vb, vk, vj])
+        value = em.load_widened(b, [*vb, vk, vj])
         panel = em.add(arith.DivSIOp(vj, em.index(width)))
         lane = em.add(arith.RemSIOp(vj, em.index(width)))
         em.store(value, panels, [*vb, panel, vk, lane])

@@ -26,8 +26,11 @@ How a kernel is built:
 
 Performance-minded loop structures (correctness first; schedules refine):
 
-* conv2d (one group) and dense: register-blocked products (the micro-kernels
-  of XDSL_NOTES).  The weight is read in *panels* of output channels moved
+* dense and matmul: the naive contraction (:func:`_gen_contraction`);
+  the ``kernel-tensorize`` schedule pass recognises it and rewrites it into
+  the micro-kernels below (:mod:`ember.passes.kernel_tensorize`).
+* conv2d (one group), and dense after ``kernel-tensorize``:
+  register-blocked products (the micro-kernels of XDSL_NOTES).  The weight is read in *panels* of output channels moved
   innermost (OIHW → O/16·I·H·W·16o, TVM's ``AlterOpLayout``), packed at
   compile time when it is a constant (``OpGroup.packed``, done by the
   ``lower-graph-to-kernel`` pass) and by the kernel itself otherwise.  A tile
@@ -42,8 +45,8 @@ Performance-minded loop structures (correctness first; schedules refine):
   ``vectorized`` loop over the output row, in a scratch row.
 * conv2d and the pools read a pre-padded f32 copy of the input (no bounds
   tests in the hot loop).
-* matmul: register tiles of rows × columns over B in column panels
-  (:mod:`ember.lowering.gemm`).
+* matmul after ``kernel-tensorize``: register tiles of rows × columns over
+  B in column panels (:mod:`ember.lowering.gemm`).
 * elementwise, injective, pad, slice, resize and reduction ops: plain
   ``serial`` nests (an NCHW plane as one long loop) that the target's
   default schedule makes ``parallel`` / ``vectorized``
@@ -107,7 +110,6 @@ from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
 
 if TYPE_CHECKING:
-    from ember.lowering.gemm import ColumnPanels
     from ember.lowering.winograd import WinogradPacking
 
 __all__ = [
@@ -1029,18 +1031,10 @@ def _gen_conv2d_rows(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
 
 
 # --------------------------------------------------------------------------
-# Register-blocked products: conv2d and dense
+# The vector target and weight layouts (the micro-kernels themselves, which
+# the kernel-tensorize schedule pass emits, are in
+# ember.lowering.microkernels)
 # --------------------------------------------------------------------------
-#
-# Both are a product of a (pixels × reduction) operand with a
-# (channels × reduction) weight.  The weight is read in *panels*: the channel
-# axis split into blocks of ``lanes`` and moved innermost
-# (``W[o, r…] → P[o // lanes, r…, o % lanes]``, zero-padded; TVM's
-# ``AlterOpLayout`` to OIHW16o).  A micro-kernel keeps a tile of
-# ``pixels × lanes`` accumulators in a small scratch buffer, whose lane loop
-# is ``vectorized`` with a static trip count: LLVM turns each row of the tile
-# into vector registers, so one reduction step is one panel load, one
-# broadcast per pixel and ``pixels × lanes / vector width`` FMAs.
 
 
 @dataclass(frozen=True)
@@ -1087,44 +1081,6 @@ def _host_target() -> VectorTarget:
     return VectorTarget(Target.host().vector_bits)
 
 
-TILE_ACCUMULATORS = 10
-"""Vector accumulators of a micro-kernel tile with 16 vector registers
-(AVX2): tiles of 5 (or 4) pixels × 2 vectors.  Code generated for znver3
-(run on a Zen 5 with ymm registers) reaches 94-106 GFLOP/s per core on
-ResNet-18's convs with 10, ~90 % of its ymm peak; with the 12 of XDSL_NOTES'
-hand-written 6×16 kernel LLVM spills accumulators in the unrolled kernel
-taps and falls to 45-60."""
-
-WIDE_TILE_ACCUMULATORS = 14
-"""The same with 32 vector registers (AVX-512).  Measured on znver5: 12 and
-14 run at ~200-220 GFLOP/s per core on ResNet-18's 3×3 convs, 24 at
-120-200; 14 lets 7-pixel tiles cover every ResNet plane (7 divides 112, 56,
-28, 14 and 7) with one tile size, which is one micro-kernel to compile."""
-
-NARROW_ROWS = 3
-"""A dense product with fewer rows than this spreads its accumulators over
-a wider panel, so that enough FMA chains stay independent."""
-
-NARROW_ROW_VECTORS = 8
-"""Vectors of accumulators a narrow dense product keeps per tile, spread
-over its rows (8 for one row, 4 each for two).  A panel of one row must also
-be long enough that LLVM does not unroll its lane loop completely (it then
-vectorises the reduction loop around it with strided loads: 10 instead of
-30 GFLOP/s for 1×784 · 784×128 with AVX2)."""
-
-
-def _tile_shape(op: GraphOp, target: VectorTarget) -> tuple[int, int]:
-    """``(lanes, pixels)`` of ``op``'s micro-kernel tile: channels per panel
-    and most pixels (rows) per tile."""
-    channels = graph.shape_of(op.results[0])[1]
-    vectors = 1 if channels <= target.vector_lanes else 2
-    rows = graph.shape_of(op.operands[0])[0]
-    if op.name == "graph.dense" and rows < NARROW_ROWS:
-        vectors = NARROW_ROW_VECTORS // rows
-    budget = WIDE_TILE_ACCUMULATORS if target.registers >= 32 else TILE_ACCUMULATORS
-    return vectors * target.vector_lanes, max(1, budget // vectors)
-
-
 @dataclass(frozen=True)
 class WeightPacking:
     """An input read in panels of ``lanes`` along its first axis.
@@ -1151,45 +1107,15 @@ class WeightPacking:
         return np.ascontiguousarray(panels.transpose(order))
 
 
-ROWS_MAX_DEPTH = 64
-"""A stride-1 conv2d whose reduction (in channels × kernel taps) is at most
-this long, over output rows at least :data:`ROWS_MIN_VECTORS` vectors wide,
-keeps the vector along the output row (register-blocked row tiles,
-:mod:`ember.lowering.conv_rows`): with so little work per output, storing
-channel panels (a transpose, element by element) costs more than the FMAs.
-Measured on znver5, convbnrelu's 3→16-channel 3×3 conv at 224×224: 0.46 ms
-in rows, 0.58 ms in panels; the 3-channel 7×7 stride-2 layer of ResNet-18
-is 4× faster in panels.  On one Zen 3 core the row tiles take that conv
-from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s) to ~0.59 ms (~74 GFLOP/s)."""
-
-ROWS_MIN_VECTORS = 4
-
-
-def _is_blocked(op: GraphOp, target: VectorTarget) -> bool:
-    """Whether ``op`` is lowered as a register-blocked product."""
-    if op.name == "graph.dense":
-        return True
-    if op.name != "graph.conv2d" or op.attr("groups") != 1:
-        return False
-    _, in_channels, kh, kw = graph.shape_of(op.operands[1])
-    out_width = graph.shape_of(op.results[0])[3]
-    rows_win = (
-        op.attr("strides")[1] == 1
-        and in_channels * kh * kw <= ROWS_MAX_DEPTH
-        and out_width >= ROWS_MIN_VECTORS * target.vector_lanes
-    )
-    return not rows_win
-
-
 def weight_packing(
     group: OpGroup, target: VectorTarget
-) -> tuple[SSAValue, WeightPacking | WinogradPacking | ColumnPanels] | None:
+) -> tuple[SSAValue, WeightPacking | WinogradPacking] | None:
     """The input of ``group`` that its caller may pass packed, and how, or
     ``None``.
 
-    That is the weight of a register-blocked conv2d or dense anchor, or the
-    B of a matmul anchor that reads it in column panels, when no
-    other op of the group reads it (they need it as it is).  A pass may pack
+    That is the weight of a Winograd conv2d anchor, when no other op of the
+    group reads it (they need it as it is); conv2d, dense and matmul are
+    lowered naive and ``kernel-tensorize`` packs theirs.  A pass may pack
     it at compile time when it is a constant, and list it in
     ``OpGroup.packed``; otherwise the kernel packs it at run time.
     """
@@ -1206,249 +1132,11 @@ def weight_packing(
     return weight, packing
 
 
-def _panel_packing(
-    op: GraphOp, target: VectorTarget
-) -> WeightPacking | WinogradPacking | ColumnPanels | None:
-    """How ``op``'s kernel reads its weight, or ``None`` if not in panels."""
-    from ember.lowering.gemm import matmul_packing
+def _panel_packing(op: GraphOp, target: VectorTarget) -> WinogradPacking | None:
+    """How conv2d ``op``'s Winograd kernel reads its weight, or ``None``."""
     from ember.lowering.winograd import winograd_packing
 
-    if op.name == "graph.matmul":
-        return matmul_packing(op, target)
-    winograd = winograd_packing(op, target)
-    if winograd is not None:
-        return winograd
-    if not _is_blocked(op, target):
-        return None
-    return WeightPacking(_tile_shape(op, target)[0])
-
-
-def _weight_panels(
-    em: _Emitter, low: _Lowering, op: GraphOp, packing: WeightPacking
-) -> SSAValue:
-    """The panels of ``op``'s weight: the kernel argument if the caller packed
-    it, else a scratch buffer filled here (zeros, then the weight)."""
-    weight = op.operands[1]
-    if weight in low.group.packed:
-        return low.buffer(weight)
-    first, *rest = graph.shape_of(weight)
-    lanes = packing.lanes
-    panels = em.alloc(packing.shape([first, *rest]))
-    panels.name_hint = "panels"
-    used = first % lanes
-    if used:
-        extents = [*rest, lanes - used]
-        with (
-            em.nest(_names("r", len(extents)), extents) as ivs,
-            em.kblock("pack_zero", _spatial(ivs)) as vs,
-        ):
-            *vr, vl = vs
-            at = [em.index(first // lanes), *vr, em.add_index(vl, used)]
-            em.store(em.const(0.0, f32), panels, at)
-    shape = [first, *rest]
-    with (
-        em.nest(_names("r", len(shape)), shape) as ivs,
-        em.kblock("pack", _spatial(ivs)) as (vo, *vr),
-    ):
-        value = em.load_widened(low.buffer(weight), [vo, *vr])
-        block = em.add(arith.DivSIOp(vo, em.index(lanes)))
-        lane = em.add(arith.RemSIOp(vo, em.index(lanes)))
-        em.store(value, panels, [block, *vr, lane])
-    return panels
-
-
-def _pixel_tiles(total: int, most: int) -> list[tuple[int, int, int]]:
-    """``(start, count, size)`` runs of tiles covering ``total`` pixels, at
-    most ``most`` per tile: one run when ``most`` or ``most - 1`` divides the
-    total (one micro-kernel to compile), else :func:`_balanced_tiles`."""
-    for size in (most, most - 1):
-        if size >= 1 and total % size == 0:
-            return [(0, total // size, size)]
-    return _balanced_tiles(total, most)
-
-
-def _balanced_tiles(total: int, most: int) -> list[tuple[int, int, int]]:
-    """``(start, count, size)`` runs of tiles covering ``total`` items, at most
-    ``most`` per tile, sizes differing by at most one (49 by 6 is 4×6 + 5×5,
-    not 8×6 + 1: a 1-pixel tile would run at a fraction of the speed)."""
-    count = -(-total // most)
-    size, bigger = divmod(total, count)
-    runs = [(0, bigger, size + 1)] if bigger else []
-    if count > bigger:
-        runs.append((bigger * (size + 1), count - bigger, size))
-    return runs
-
-
-Source = Callable[[_Emitter, SSAValue, Sequence[SSAValue]], SSAValue]
-"""``(emitter, pixel, reduction variables) → operand scalar (f32)``."""
-ResultAt = Callable[[_Emitter, SSAValue, SSAValue], list[SSAValue]]
-"""``(emitter, channel, pixel) → index of the result element``."""
-
-
-@dataclass(frozen=True)
-class _Product:
-    """``out[pixel, channel] = sum_r source(pixel, r) * W[channel, r]``, with
-    ``W`` read from ``panels``; what conv2d and dense have in common."""
-
-    name: str
-    pixels: int
-    channels: int
-    reduction: tuple[tuple[str, int], ...]
-    """Names and extents of the reduction loops (outermost first)."""
-    panels: SSAValue
-    lanes: int
-    tile: int
-    """Most pixels per micro-kernel tile."""
-    source: Source
-    result_at: ResultAt
-
-
-def _emit_product(em: _Emitter, low: _Lowering, product: _Product) -> None:
-    """One micro-kernel nest per run of same-size tiles and per full/partial
-    panel run (the last panel stores only its real channels)."""
-    full, rest = divmod(product.channels, product.lanes)
-    panel_runs = [(0, full, product.lanes)] if full else []
-    if rest:
-        panel_runs.append((full, 1, rest))
-    for panel_start, panel_count, stored in panel_runs:
-        for tile_start, tile_count, tile in _pixel_tiles(product.pixels, product.tile):
-            nest = _TileNest(
-                panel_start, panel_count, stored, tile_start, tile_count, tile
-            )
-            _emit_tile_nest(em, low, product, nest)
-
-
-@dataclass(frozen=True)
-class _TileNest:
-    """``panel_count`` panels from ``panel_start`` (storing ``stored_lanes``
-    channels each) × ``tile_count`` tiles of ``tile`` pixels from
-    ``tile_start``: the iteration space of one micro-kernel nest."""
-
-    panel_start: int
-    panel_count: int
-    stored_lanes: int
-    tile_start: int
-    tile_count: int
-    tile: int
-
-
-def _emit_tile_nest(
-    em: _Emitter, low: _Lowering, product: _Product, nest: _TileNest
-) -> None:
-    """One ``parallel`` loop over (panel, tile) pairs, panel-major, so that
-    every thread gets a run of tiles of the same panel whatever the thread
-    count; each tile zeroes its accumulators, runs the reduction, and stores
-    through the epilogue."""
-    lanes, tile, tiles = product.lanes, nest.tile, nest.tile_count
-    name = product.name
-    count = nest.panel_count * tiles
-    kind = "parallel" if count > 1 and _worth_threads(product) else "serial"
-
-    def panel_and_first_pixel(vpt: SSAValue) -> tuple[SSAValue, SSAValue]:
-        vob, vt = _unflatten(em, vpt, [nest.panel_count, tiles])
-        return (
-            em.add_index(vob, nest.panel_start),
-            em.affine([(vt, tile)], nest.tile_start),
-        )
-
-    def operands(
-        vpt: SSAValue, vred: list[SSAValue], vl: SSAValue
-    ) -> tuple[Callable[[int], SSAValue], SSAValue]:
-        panel, first = panel_and_first_pixel(vpt)
-        weight = em.load(product.panels, [panel, *vred, vl])
-
-        def pixel(p: int) -> SSAValue:
-            return product.source(em, em.add_index(first, p), vred)
-
-        return pixel, weight
-
-    def store(vpt: SSAValue, vl: SSAValue) -> Callable[[int, SSAValue], None]:
-        panel, first = panel_and_first_pixel(vpt)
-        channel = em.affine([(panel, lanes), (vl, 1)])
-
-        def put(p: int, value: SSAValue) -> None:
-            at = product.result_at(em, channel, em.add_index(first, p))
-            low.emit_result(em, value, at)
-
-        return put
-
-    emit_register_tiles(
-        em,
-        name,
-        ("pt", count, kind),
-        (tile, lanes, nest.stored_lanes),
-        product.reduction,
-        operands,
-        store,
-    )
-
-
-def emit_register_tiles(
-    em: _Emitter,
-    name: str,
-    loop: tuple[str, int, str],
-    tile: tuple[int, int, int],
-    reduction: Sequence[tuple[str, int]],
-    operands: Callable[
-        [SSAValue, list[SSAValue], SSAValue], tuple[Callable[[int], SSAValue], SSAValue]
-    ],
-    store: Callable[[SSAValue, SSAValue], Callable[[int, SSAValue], None]],
-) -> None:
-    """The register-tile micro-kernel that conv2d/dense products and the row
-    GEMM (:mod:`ember.lowering.gemm`) share: a loop ``(name, count, kind)``
-    over tiles, each accumulating ``rows × width`` sums in a scratch tile,
-    ``acc[r, l] += a(r) × b(l)`` over the ``reduction`` loops, then storing
-    ``stored`` of its ``width`` lanes.
-
-    ``operands(tile, reduction ivs, lane)`` gives (``r ↦ a(r)``, ``b``) inside
-    the reduction block; ``store(tile, lane)`` gives ``(r, sum) ↦ None``
-    inside the store block."""
-    loop_name, count, kind = loop
-    rows, width, stored = tile
-    with em.loop(loop_name, count, kind) as it:
-        acc = em.alloc([rows, width])
-        acc.name_hint = "acc"
-        with (
-            em.loop("l", width, "vectorized") as l,
-            em.kblock(f"{name}_init", _spatial([it, l])) as (_, vl),
-        ):
-            for r in range(rows):
-                em.store(em.const(0.0, f32), acc, [em.index(r), vl])
-        names = [n for n, _ in reduction]
-        extents = [e for _, e in reduction]
-        with (
-            em.nest(names, extents, ["serial"] * len(extents)) as red,
-            em.loop("l", width, "vectorized") as l,
-        ):
-            bindings = [(it, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]
-            with em.kblock(name, bindings) as (vt, *vred, vl):
-                row_operand, b = operands(vt, vred, vl)
-                for r in range(rows):
-                    a = row_operand(r)
-                    slot = [em.index(r), vl]
-                    total = em.add(
-                        arith.AddfOp(em.load(acc, slot), em.add(arith.MulfOp(a, b)))
-                    )
-                    em.store(total, acc, slot)
-        with (
-            em.loop("l", stored, "vectorized") as l,
-            em.kblock(f"{name}_store", _spatial([it, l])) as (vt, vl),
-        ):
-            put = store(vt, vl)
-            for r in range(rows):
-                put(r, em.load(acc, [em.index(r), vl]))
-        em.add(memref.DeallocOp.get(acc))
-
-
-PARALLEL_MIN_FLOPS = 1 << 20
-"""Products smaller than this run on one thread: ~5 µs of one core's work,
-about what forking and joining a thread team costs on a busy machine
-(XDSL_NOTES: ~2 µs per region when threads spin, ~8 µs when they sleep)."""
-
-
-def _worth_threads(product: _Product) -> bool:
-    depth = math.prod(extent for _, extent in product.reduction)
-    return 2 * product.pixels * product.channels * depth >= PARALLEL_MIN_FLOPS
+    return winograd_packing(op, target) if op.name == "graph.conv2d" else None
 
 
 def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
@@ -1467,25 +1155,21 @@ def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAVa
 
 
 def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Direct convolution as a register-blocked product over flattened output
-    pixels (batch, row, column) × panels of output channels; the reduction
-    runs over input channels and kernel taps.  Short reductions over wide
-    rows (:data:`ROWS_MAX_DEPTH`) keep the vector along the output row, in
-    register tiles (:mod:`ember.lowering.conv_rows`); grouped convolutions
-    keep the row-vectorised loop nest (:func:`_gen_conv2d_rows`)."""
+    """Direct convolution over a pre-padded f32 copy of the input as the
+    naive contraction (:func:`_gen_contraction`) over output pixels and
+    (input channel, kernel tap); ``kernel-tensorize`` makes it a
+    register-blocked product over weight panels or row tiles
+    (:mod:`ember.lowering.conv_rows`).  Grouped convolutions keep the
+    row-vectorised loop nest (:func:`_gen_conv2d_rows`); Winograd, when the
+    target turns it on, is generated here (:mod:`ember.lowering.winograd`)."""
     packing = _panel_packing(op, low.target)
-    if packing is None and op.attr("groups") == 1:
-        from ember.lowering.conv_rows import gen_conv2d_row_tiles
-
-        gen_conv2d_row_tiles(em, low, op)
-        return
-    if packing is None:
-        _gen_conv2d_rows(em, low, op)
-        return
-    if not isinstance(packing, WeightPacking):
+    if packing is not None:
         from ember.lowering.winograd import gen_conv2d_winograd
 
         gen_conv2d_winograd(em, low, op, packing)
+        return
+    if op.attr("groups") != 1:
+        _gen_conv2d_rows(em, low, op)
         return
     data, weight = op.operands
     n, out_channels, oh, ow = graph.shape_of(op.results[0])
@@ -1495,63 +1179,77 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     source, load_source, scratch = _window_source(
         em, low, data, op.attr("padding"), 0.0
     )
-    panels = _weight_panels(em, low, op, packing)
-    out_shape = [n, oh, ow]
+    w = low.buffer(weight)
 
-    def read(em: _Emitter, pixel: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
-        vic, vkh, vkw = red
-        vn, voh, vow = _unflatten(em, pixel, out_shape)
+    def a_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        vn, _, voh, vow = vs
+        vic, vkh, vkw = vr
         y = em.affine([(voh, sh), (vkh, dh)])
         x = em.affine([(vow, sw), (vkw, dw)])
         return load_source(source, [vn, vic, y, x])
 
-    def result_at(em: _Emitter, channel: SSAValue, pixel: SSAValue) -> list[SSAValue]:
-        vn, voh, vow = _unflatten(em, pixel, out_shape)
-        return [vn, channel, voh, vow]
+    def b_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        return em.load_widened(w, [vs[1], *vr])
 
-    product = _Product(
-        "conv2d",
-        n * oh * ow,
-        out_channels,
-        (("ic", in_channels), ("kh", kh), ("kw", kw)),
-        panels,
-        *_tile_shape(op, low.target),
-        read,
-        result_at,
-    )
-    _emit_product(em, low, product)
+    spatial = (("n", n), ("oc", out_channels), ("oh", oh), ("ow", ow))
+    reduction = (("ic", in_channels), ("kh", kh), ("kw", kw))
+    _gen_contraction(em, low, "conv2d", spatial, reduction, a_at, b_at)
     if scratch:
         em.add(memref.DeallocOp.get(source))
 
 
 def _gen_dense(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """``out[i, j] = sum_k x[i, k] * w[j, k]``: a register-blocked product of
-    row tiles × panels of units (a GEMM micro-kernel over a packed weight)."""
+    """``out[i, j] = sum_k x[i, k] * w[j, k]``: the naive contraction
+    (:func:`_gen_contraction`); ``kernel-tensorize`` makes it the
+    register-blocked product over weight panels."""
     data, weight = op.operands
     rows, depth = graph.shape_of(data)
     units = graph.shape_of(weight)[0]
-    packing = _panel_packing(op, low.target)
-    assert packing is not None  # dense is always blocked
-    panels = _weight_panels(em, low, op, packing)
-    x = low.buffer(data)
-
-    def read(em: _Emitter, row: SSAValue, red: Sequence[SSAValue]) -> SSAValue:
-        return em.load_widened(x, [row, red[0]])
-
-    def result_at(em: _Emitter, unit: SSAValue, row: SSAValue) -> list[SSAValue]:
-        return [row, unit]
-
-    product = _Product(
+    x, w = low.buffer(data), low.buffer(weight)
+    _gen_contraction(
+        em,
+        low,
         "dense",
-        rows,
-        units,
+        (("i", rows), ("j", units)),
         (("k", depth),),
-        panels,
-        *_tile_shape(op, low.target),
-        read,
-        result_at,
+        lambda em, vs, vk: em.load_widened(x, [vs[0], vk[0]]),
+        lambda em, vs, vk: em.load_widened(w, [vs[1], vk[0]]),
     )
-    _emit_product(em, low, product)
+
+
+def _gen_contraction(
+    em: _Emitter,
+    low: _Lowering,
+    name: str,
+    spatial: Sequence[tuple[str, int]],
+    reduction: Sequence[tuple[str, int]],
+    a_at: Callable[[_Emitter, list[SSAValue], list[SSAValue]], SSAValue],
+    b_at: Callable[[_Emitter, list[SSAValue], list[SSAValue]], SSAValue],
+) -> None:
+    """The naive kernel of a contraction ``out[s…] = Σ_r a(s, r) · b(s, r)``:
+    a nest over the result's indices ``spatial`` (names, extents), per
+    element a one-float accumulator, a ``reduce`` block named ``name`` over
+    ``reduction`` adding ``a · b`` in order, and the store block
+    ``{name}_store`` that hands the sum to the epilogue.  Semantics only:
+    ``kernel-tensorize`` (:mod:`ember.passes.kernel_tensorize`) recognises
+    this nest and rewrites it into a register-tiled micro-kernel."""
+    with em.nest([n for n, _ in spatial], [e for _, e in spatial]) as outer:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        with em.kblock(f"{name}_init", _spatial(outer)):
+            em.store(em.const(0.0, f32), acc, [em.index(0)])
+        with em.nest([n for n, _ in reduction], [e for _, e in reduction]) as inner:
+            bindings = _spatial(outer) + [(iv, REDUCE) for iv in inner]
+            with em.kblock(name, bindings) as vs:
+                vspatial, vred = vs[: len(outer)], vs[len(outer) :]
+                a = a_at(em, vspatial, vred)
+                b = b_at(em, vspatial, vred)
+                zero = em.index(0)
+                total = em.add(arith.AddfOp(em.load(acc, [zero]), em.add(arith.MulfOp(a, b))))
+                em.store(total, acc, [zero])
+        with em.kblock(f"{name}_store", _spatial(outer)) as vo:
+            low.emit_result(em, em.load(acc, [em.index(0)]), vo)
+        em.add(memref.DeallocOp.get(acc))
 
 
 def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
@@ -1683,11 +1381,26 @@ def _gen_global_avg_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
 
 
 def _gen_matmul(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Register tiles of rows × columns, B in column panels
-    (:func:`ember.lowering.gemm.gen_matmul`)."""
-    from ember.lowering.gemm import gen_matmul
+    """``out[b…, i, j] = Σ_k A[b…, i, k] · B[b…, k, j]`` (batch axes
+    broadcast): the naive contraction (:func:`_gen_contraction`);
+    ``kernel-tensorize`` makes it register tiles over B in column panels
+    (:mod:`ember.lowering.gemm`)."""
+    lhs, rhs = op.operands
+    *batch, rows, columns = graph.shape_of(op.results[0])
+    depth = graph.shape_of(lhs)[-1]
+    rank = len(batch) + 2
+    a, b = low.buffer(lhs), low.buffer(rhs)
 
-    gen_matmul(em, low, op)
+    def a_at(em: _Emitter, vs: list[SSAValue], vk: list[SSAValue]) -> SSAValue:
+        at = _batch_indices(em, lhs, vs[:-2], rank)
+        return em.load_widened(a, [*at, vs[-2], vk[0]])
+
+    def b_at(em: _Emitter, vs: list[SSAValue], vk: list[SSAValue]) -> SSAValue:
+        at = _batch_indices(em, rhs, vs[:-2], rank)
+        return em.load_widened(b, [*at, vk[0], vs[-1]])
+
+    spatial = [*zip(_names("b", len(batch)), batch), ("i", rows), ("j", columns)]
+    _gen_contraction(em, low, "matmul", spatial, (("k", depth),), a_at, b_at)
 
 
 def _batch_indices(
@@ -1847,8 +1560,8 @@ def lower_group(
         if packing is None or packing[0] is not value:
             raise PassError(
                 f"lower-graph-to-kernel: kernel @{name} cannot take a packed "
-                "input: only the weight of a conv2d or dense anchor, or the B of "
-                "a matmul, is packed"
+                "input: only the weight of a Winograd conv2d anchor is packed "
+                "here (kernel-tensorize packs conv2d, dense and matmul weights)"
             )
     values = [*group.inputs, *group.outputs]
     types = []
@@ -1870,7 +1583,7 @@ def lower_group(
     func = FuncOp(name, (types, []), Region(body))
     func.location = remarks.fused_location(group.ops)
     if remarks.enabled():
-        _report_schedule(func, group, target, packing)
+        _report_schedule(func, group, target)
     return mark_kernel(func)
 
 
@@ -1878,7 +1591,6 @@ def _report_schedule(
     func: FuncOp,
     group: OpGroup,
     target: VectorTarget,
-    packing: tuple[SSAValue, WeightPacking] | None,
 ) -> None:
     """An analysis remark with the schedule kernel ``func`` got, read from
     its loops: the micro-kernel tile, the parallel and vectorized loops, the
@@ -1896,31 +1608,11 @@ def _report_schedule(
             m = transform.m
             parts.append(f"Winograd F({m}x{m}, 3x3) convolution")
             args["winograd_tile"] = m
-    if isinstance(packing[1] if packing else None, WeightPacking):
-        lanes, pixels = _tile_shape(first, target)
-        rows, columns = ("rows", "units") if first.name == "graph.dense" else ("pixels", "channels")
-        parts.append(
-            f"register tile {pixels} {rows} x {lanes} {columns}, weight packed in "
-            f"panels of {packing[1].lanes} ({'at bind time' if packing[0] in group.packed else 'per call'})"
-        )
-        args.update(tile_pixels=pixels, tile_channels=lanes, panel=packing[1].lanes)
-    if first.name == "graph.matmul":
-        from ember.lowering.gemm import matmul_packing, tile_shape
-
-        rows, width = tile_shape(target)
-        when = "at bind time" if first.operands[1] in group.packed else "per call"
-        b = (
-            f"B packed in column panels of {width} ({when})"
-            if matmul_packing(first, target)
-            else "B read in place"
-        )
-        parts.append(f"register tile {rows} rows x {width} columns, {b}")
-        args.update(tile_rows=rows, tile_columns=width)
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]
     if not parallel and not vectorized:
-        parts.append("loops left to the schedule passes (kernel-parallelize, kernel-vectorize)")
+        parts.append("loops left to the schedule passes (kernel-tensorize, kernel-vectorize, kernel-parallelize)")
     elif parallel:
         extents = sorted({_trip_count(op) for op in parallel}, reverse=True)
         parts.append(f"parallel loop of {', '.join(map(str, extents))} iterations")

@@ -12,8 +12,8 @@ fused function erased once nothing calls it.
   kernels of the same name but different shapes or attributes get a
   numeric suffix (``conv2d_1``); identical kernels are generated once and
   shared (ResNet-18 has 20 conv2d ops but far fewer distinct kernels).
-* The weight of a conv2d or dense that is a ``graph.constant`` (parameters
-  bound at build time) is packed once, here, into the panels its kernel
+* The weight of a register-blocked conv2d that is a ``graph.constant``
+  (parameters bound at build time) is packed once, here, into the panels its kernel
   reads (:class:`~ember.lowering.graph_to_kernel.WeightPacking`, TVM's
   ``AlterOpLayout`` + constant folding): a new constant feeds the kernel and
   the original goes away if nothing else uses it.  Any other weight is
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -74,8 +75,19 @@ _KEPT_OPS: tuple[type[Operation], ...] = (
 """Ops that a lowered graph function keeps as they are."""
 
 
+class Packing(Protocol):
+    """A weight layout: the packed shape and the numpy packing
+    (:class:`~ember.lowering.graph_to_kernel.WeightPacking`, ...)."""
+
+    def shape(self, shape: Sequence[int]) -> tuple[int, ...]: ...
+
+    def pack(self, array: Any) -> Any: ...
+
+
 class WeightPacker:
-    """Packs constant weights for their kernels, each constant once per layout."""
+    """Packs constant weights for their kernels, each constant once per
+    layout: here for the Winograd kernels, in ``kernel-tensorize`` for the
+    micro-kernels' panels."""
 
     def __init__(self, target: VectorTarget) -> None:
         self.target = target
@@ -89,7 +101,14 @@ class WeightPacker:
         if found is None or not isinstance(found[0].owner, ConstantOp):
             return group, list(group.inputs)
         weight, packing = found
-        constant = found[0].owner
+        assert isinstance(weight.owner, ConstantOp)  # checked above
+        packed = self.pack(weight.owner, packing)
+        operands = [packed if v is weight else v for v in group.inputs]
+        return replace(group, packed=(weight,)), operands
+
+    def pack(self, constant: ConstantOp, packing: Packing) -> SSAValue:
+        """The constant holding ``constant`` packed by ``packing`` (made
+        once, right after ``constant``)."""
         key = (constant, packing)
         if key not in self.packed:
             new = ConstantOp.from_array(
@@ -98,11 +117,10 @@ class WeightPacker:
             block = constant.parent_block()
             assert block is not None  # constants live in function bodies
             block.insert_op_after(new, constant)
-            new.results[0].name_hint = (weight.name_hint or "weight") + "_packed"
+            hint = constant.results[0].name_hint
+            new.results[0].name_hint = (hint or "weight") + "_packed"
             self.packed[key] = new.results[0]
-        packed = self.packed[key]
-        operands = [packed if v is weight else v for v in group.inputs]
-        return replace(group, packed=(weight,)), operands
+        return self.packed[key]
 
     def erase_unused_originals(self) -> None:
         """Drop constants that only fed packed kernels (their arrays go with
@@ -202,7 +220,8 @@ class LowerGraphToKernelPass(ModulePass):
     """Vector register width kernels are shaped for; 0: this host's."""
 
     pack_weights: bool = True
-    """Pack constant conv2d/dense weights at compile time."""
+    """Pack constant conv2d weights at compile time (dense and matmul
+    weights are packed by ``kernel-tensorize``)."""
 
     annotate: bool = False
     """Record on each ``graph.call_kernel`` the graph ops its kernel computes

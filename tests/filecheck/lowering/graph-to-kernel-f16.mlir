@@ -1,4 +1,4 @@
-// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-vectorize,kernel-parallelize" | filecheck %s
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-tensorize{vector-bits=256},kernel-vectorize,kernel-parallelize" | filecheck %s
 
 // f16 ops compute in f32 and round once, when the result is stored
 // (ember.interp.reference's convention); a dense over f16 accumulates in f32,

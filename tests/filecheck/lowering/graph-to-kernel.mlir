@@ -1,5 +1,5 @@
-// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-vectorize,kernel-parallelize" | filecheck %s
-// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-vectorize,kernel-parallelize" | ember-opt | filecheck %s
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-tensorize{vector-bits=256},kernel-vectorize,kernel-parallelize" | filecheck %s
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-tensorize{vector-bits=256},kernel-vectorize,kernel-parallelize" | ember-opt | filecheck %s
 
 // Every compute op becomes a graph.call_kernel of a generated kernel;
 // constants and extern calls stay; identical kernels are shared and kernels

@@ -1,9 +1,11 @@
-// RUN: ember-opt %s -p 'fuse-ops,lower-graph-to-kernel{vector-bits=256}' --remarks-analysis=lower-graph-to-kernel -o /dev/null 2>&1 | filecheck %s
-// RUN: ember-opt %s -p 'fuse-ops,lower-graph-to-kernel{vector-bits=512}' --remarks-analysis=lower-graph-to-kernel -o /dev/null 2>&1 | filecheck %s --check-prefix=AVX512
+// RUN: ember-opt %s -p 'fuse-ops,lower-graph-to-kernel{vector-bits=256},kernel-tensorize{vector-bits=256}' --remarks-analysis=lower-graph-to-kernel --remarks=kernel-tensorize -o /dev/null 2>&1 | filecheck %s
+// RUN: ember-opt %s -p 'fuse-ops,lower-graph-to-kernel{vector-bits=512},kernel-tensorize{vector-bits=512}' --remarks-analysis=lower-graph-to-kernel --remarks=kernel-tensorize -o /dev/null 2>&1 | filecheck %s --check-prefix=AVX512
 // RUN: ember-opt %s -p 'fuse-ops,lower-graph-to-kernel{vector-bits=256 winograd-min-channels=16}' --remarks-analysis=lower-graph-to-kernel -o /dev/null 2>&1 | filecheck %s --check-prefix=WINOGRAD
 
 // The schedule each kernel got is an analysis remark at the graph ops it
-// computes: the register tile and weight panels follow the vector width.
+// computes: the lowering chose direct or Winograd convolution, and
+// kernel-tensorize the register tile and weight panels, which follow the
+// vector width.
 
 func.func @main(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1x32x8x8xf32> {
   %c = graph.conv2d %x, %w {padding = [1, 1, 1, 1]} : (tensor<1x16x8x8xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x8x8xf32>
@@ -11,18 +13,8 @@ func.func @main(%x: tensor<1x16x8x8xf32>, %w: tensor<32x16x3x3xf32>) -> tensor<1
   func.return %r : tensor<1x32x8x8xf32>
 }
 
-// CHECK: lower-graph-to-kernel.mlir:9:3: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution; register tile {{[0-9]+}} pixels x 16 channels, weight packed in panels of 16 (per call); parallel loop of {{.*}}(256-bit vectors)
-// AVX512: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution{{.*}} x 32 channels, weight packed in panels of 32 {{.*}}(512-bit vectors)
+// CHECK: lower-graph-to-kernel.mlir:11:3: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution; {{.*}}(256-bit vectors)
+// CHECK: lower-graph-to-kernel.mlir:11:3: remark: [kernel-tensorize] kernel @fused_conv2d_relu: conv2d as a micro-kernel: direct convolution, register tile {{[0-9]+}} pixels x 16 channels, weight packed in panels of 16 (per call)
+// AVX512: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: direct convolution{{.*}}(512-bit vectors)
+// AVX512: remark: [kernel-tensorize] kernel @fused_conv2d_relu: conv2d as a micro-kernel: direct convolution, register tile 7 pixels x 32 channels, weight packed in panels of 32 (per call)
 // WINOGRAD: remark: [lower-graph-to-kernel] analysis: kernel @fused_conv2d_relu: Winograd F(2x2, 3x3) convolution; parallel loop of {{.*}}(256-bit vectors)
-
-// matmul: row tiles over B in column panels, packed by the kernel since A
-// has 64 rows; a short A reads B in place.
-func.func @mm(%a: tensor<64x8xf32>, %b: tensor<8x40xf32>, %c: tensor<4x8xf32>) -> (tensor<64x40xf32>, tensor<4x40xf32>) {
-  %0 = graph.matmul %a, %b : (tensor<64x8xf32>, tensor<8x40xf32>) -> tensor<64x40xf32>
-  %1 = graph.matmul %c, %b : (tensor<4x8xf32>, tensor<8x40xf32>) -> tensor<4x40xf32>
-  func.return %0, %1 : tensor<64x40xf32>, tensor<4x40xf32>
-}
-
-// CHECK: remark: [lower-graph-to-kernel] analysis: kernel @matmul: register tile 5 rows x 16 columns, B packed in column panels of 16 (per call); {{.*}}(256-bit vectors)
-// CHECK: remark: [lower-graph-to-kernel] analysis: kernel @matmul_1: register tile 5 rows x 16 columns, B read in place; {{.*}}(256-bit vectors)
-// AVX512: remark: [lower-graph-to-kernel] analysis: kernel @matmul: register tile 7 rows x 32 columns, B packed in column panels of 32 (per call)

@@ -1,0 +1,329 @@
+"""Register-tiled micro-kernels: what ``kernel-tensorize`` builds.
+
+The conv2d and dense products and the tile loop the row GEMM
+(:mod:`ember.lowering.gemm`) shares with them; the
+:mod:`~ember.passes.kernel_tensorize` schedule pass emits them in place of
+the naive contractions :mod:`ember.lowering.graph_to_kernel` lowers those
+ops to.
+
+Both products multiply a (pixels × reduction) operand by a
+(channels × reduction) weight.  The weight is read in *panels*: the channel
+axis split into blocks of ``lanes`` and moved innermost
+(``W[o, r…] → P[o // lanes, r…, o % lanes]``, zero-padded; TVM's
+``AlterOpLayout`` to OIHW16o, :class:`~ember.lowering.graph_to_kernel.
+WeightPacking`).  A micro-kernel keeps a tile of ``pixels × lanes``
+accumulators in a small scratch buffer, whose lane loop is ``vectorized``
+with a static trip count: LLVM turns each row of the tile into vector
+registers, so one reduction step is one panel load, one broadcast per pixel
+and ``pixels × lanes / vector width`` FMAs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import f32
+from xdsl.ir import SSAValue
+
+from ember.dialects.kernel import REDUCE, SPATIAL
+from ember.lowering import graph_to_kernel as g2k
+
+
+class Epilogue(Protocol):
+    """Where a finished sum goes: ``emit_result(em, sum, index)`` stores it
+    through the fused epilogue (``kernel-tensorize``'s clone of the naive
+    store block)."""
+
+    def emit_result(self, em: g2k._Emitter, value: SSAValue, indices: Sequence[SSAValue]) -> None: ...
+
+
+TILE_ACCUMULATORS = 10
+"""Vector accumulators of a micro-kernel tile with 16 vector registers
+(AVX2): tiles of 5 (or 4) pixels × 2 vectors.  Code generated for znver3
+(run on a Zen 5 with ymm registers) reaches 94-106 GFLOP/s per core on
+ResNet-18's convs with 10, ~90 % of its ymm peak; with the 12 of XDSL_NOTES'
+hand-written 6×16 kernel LLVM spills accumulators in the unrolled kernel
+taps and falls to 45-60."""
+
+WIDE_TILE_ACCUMULATORS = 14
+"""The same with 32 vector registers (AVX-512).  Measured on znver5: 12 and
+14 run at ~200-220 GFLOP/s per core on ResNet-18's 3×3 convs, 24 at
+120-200; 14 lets 7-pixel tiles cover every ResNet plane (7 divides 112, 56,
+28, 14 and 7) with one tile size, which is one micro-kernel to compile."""
+
+NARROW_ROWS = 3
+"""A dense product with fewer rows than this spreads its accumulators over
+a wider panel, so that enough FMA chains stay independent."""
+
+NARROW_ROW_VECTORS = 8
+"""Vectors of accumulators a narrow dense product keeps per tile, spread
+over its rows (8 for one row, 4 each for two).  A panel of one row must also
+be long enough that LLVM does not unroll its lane loop completely (it then
+vectorises the reduction loop around it with strided loads: 10 instead of
+30 GFLOP/s for 1×784 · 784×128 with AVX2)."""
+
+
+def product_tile(channels: int, rows: int, target: g2k.VectorTarget) -> tuple[int, int]:
+    """``(lanes, pixels)`` of a product's micro-kernel tile over ``channels``
+    output channels (units): channels per panel and most pixels (rows) per
+    tile; ``rows`` (a dense product's, 0 for a conv2d's) below
+    :data:`NARROW_ROWS` widen the panel."""
+    vectors = 1 if channels <= target.vector_lanes else 2
+    if 0 < rows < NARROW_ROWS:
+        vectors = NARROW_ROW_VECTORS // rows
+    budget = WIDE_TILE_ACCUMULATORS if target.registers >= 32 else TILE_ACCUMULATORS
+    return vectors * target.vector_lanes, max(1, budget // vectors)
+
+
+ROWS_MAX_DEPTH = 64
+"""A stride-1 conv2d whose reduction (in channels × kernel taps) is at most
+this long, over output rows at least :data:`ROWS_MIN_VECTORS` vectors wide,
+keeps the vector along the output row (register-blocked row tiles,
+:mod:`ember.lowering.conv_rows`): with so little work per output, storing
+channel panels (a transpose, element by element) costs more than the FMAs.
+Measured on znver5, convbnrelu's 3→16-channel 3×3 conv at 224×224: 0.46 ms
+in rows, 0.58 ms in panels; the 3-channel 7×7 stride-2 layer of ResNet-18
+is 4× faster in panels.  On one Zen 3 core the row tiles take that conv
+from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s) to ~0.59 ms (~74 GFLOP/s)."""
+
+ROWS_MIN_VECTORS = 4
+
+
+def in_rows(column_stride: int, depth: int, out_width: int, target: g2k.VectorTarget) -> bool:
+    """Whether a one-group conv2d with this column stride, reduction depth
+    (in channels × taps) and output width keeps the vector along the output
+    row (:data:`ROWS_MAX_DEPTH`) rather than in weight panels."""
+    return (
+        column_stride == 1
+        and depth <= ROWS_MAX_DEPTH
+        and out_width >= ROWS_MIN_VECTORS * target.vector_lanes
+    )
+
+
+def weight_panels(
+    em: g2k._Emitter, weight: SSAValue, shape: Sequence[int], packing: g2k.WeightPacking
+) -> SSAValue:
+    """A scratch buffer of the panels of ``weight`` (of ``shape``), filled
+    here: the channels past the end zero, then the weight."""
+    first, *rest = shape
+    lanes = packing.lanes
+    panels = em.alloc(packing.shape([first, *rest]))
+    panels.name_hint = "panels"
+    used = first % lanes
+    if used:
+        extents = [*rest, lanes - used]
+        with (
+            em.nest(g2k._names("r", len(extents)), extents) as ivs,
+            em.kblock("pack_zero", g2k._spatial(ivs)) as vs,
+        ):
+            *vr, vl = vs
+            at = [em.index(first // lanes), *vr, em.add_index(vl, used)]
+            em.store(em.const(0.0, f32), panels, at)
+    shape = [first, *rest]
+    with (
+        em.nest(g2k._names("r", len(shape)), shape) as ivs,
+        em.kblock("pack", g2k._spatial(ivs)) as (vo, *vr),
+    ):
+        value = em.load_widened(weight, [vo, *vr])
+        block = em.add(arith.DivSIOp(vo, em.index(lanes)))
+        lane = em.add(arith.RemSIOp(vo, em.index(lanes)))
+        em.store(value, panels, [block, *vr, lane])
+    return panels
+
+
+def pixel_tiles(total: int, most: int) -> list[tuple[int, int, int]]:
+    """``(start, count, size)`` runs of tiles covering ``total`` pixels, at
+    most ``most`` per tile: one run when ``most`` or ``most - 1`` divides the
+    total (one micro-kernel to compile), else :func:`balanced_tiles`."""
+    for size in (most, most - 1):
+        if size >= 1 and total % size == 0:
+            return [(0, total // size, size)]
+    return balanced_tiles(total, most)
+
+
+def balanced_tiles(total: int, most: int) -> list[tuple[int, int, int]]:
+    """``(start, count, size)`` runs of tiles covering ``total`` items, at most
+    ``most`` per tile, sizes differing by at most one (49 by 6 is 4×6 + 5×5,
+    not 8×6 + 1: a 1-pixel tile would run at a fraction of the speed)."""
+    count = -(-total // most)
+    size, bigger = divmod(total, count)
+    runs = [(0, bigger, size + 1)] if bigger else []
+    if count > bigger:
+        runs.append((bigger * (size + 1), count - bigger, size))
+    return runs
+
+
+Source = Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], SSAValue]
+"""``(emitter, pixel, reduction variables) → operand scalar (f32)``."""
+ResultAt = Callable[[g2k._Emitter, SSAValue, SSAValue], list[SSAValue]]
+"""``(emitter, channel, pixel) → index of the result element``."""
+
+
+@dataclass(frozen=True)
+class Product:
+    """``out[pixel, channel] = sum_r source(pixel, r) * W[channel, r]``, with
+    ``W`` read from ``panels``; what conv2d and dense have in common."""
+
+    name: str
+    pixels: int
+    channels: int
+    reduction: tuple[tuple[str, int], ...]
+    """Names and extents of the reduction loops (outermost first)."""
+    panels: SSAValue
+    lanes: int
+    tile: int
+    """Most pixels per micro-kernel tile."""
+    source: Source
+    result_at: ResultAt
+
+
+def emit_product(em: g2k._Emitter, low: Epilogue, product: Product) -> None:
+    """One micro-kernel nest per run of same-size tiles and per full/partial
+    panel run (the last panel stores only its real channels)."""
+    full, rest = divmod(product.channels, product.lanes)
+    panel_runs = [(0, full, product.lanes)] if full else []
+    if rest:
+        panel_runs.append((full, 1, rest))
+    for panel_start, panel_count, stored in panel_runs:
+        for tile_start, tile_count, tile in pixel_tiles(product.pixels, product.tile):
+            nest = TileNest(
+                panel_start, panel_count, stored, tile_start, tile_count, tile
+            )
+            emit_tile_nest(em, low, product, nest)
+
+
+@dataclass(frozen=True)
+class TileNest:
+    """``panel_count`` panels from ``panel_start`` (storing ``stored_lanes``
+    channels each) × ``tile_count`` tiles of ``tile`` pixels from
+    ``tile_start``: the iteration space of one micro-kernel nest."""
+
+    panel_start: int
+    panel_count: int
+    stored_lanes: int
+    tile_start: int
+    tile_count: int
+    tile: int
+
+
+def emit_tile_nest(
+    em: g2k._Emitter, low: Epilogue, product: Product, nest: TileNest
+) -> None:
+    """One ``parallel`` loop over (panel, tile) pairs, panel-major, so that
+    every thread gets a run of tiles of the same panel whatever the thread
+    count; each tile zeroes its accumulators, runs the reduction, and stores
+    through the epilogue."""
+    lanes, tile, tiles = product.lanes, nest.tile, nest.tile_count
+    name = product.name
+    count = nest.panel_count * tiles
+    kind = "parallel" if count > 1 and worth_threads(product) else "serial"
+
+    def panel_and_first_pixel(vpt: SSAValue) -> tuple[SSAValue, SSAValue]:
+        vob, vt = g2k._unflatten(em, vpt, [nest.panel_count, tiles])
+        return (
+            em.add_index(vob, nest.panel_start),
+            em.affine([(vt, tile)], nest.tile_start),
+        )
+
+    def operands(
+        vpt: SSAValue, vred: list[SSAValue], vl: SSAValue
+    ) -> tuple[Callable[[int], SSAValue], SSAValue]:
+        panel, first = panel_and_first_pixel(vpt)
+        weight = em.load(product.panels, [panel, *vred, vl])
+
+        def pixel(p: int) -> SSAValue:
+            return product.source(em, em.add_index(first, p), vred)
+
+        return pixel, weight
+
+    def store(vpt: SSAValue, vl: SSAValue) -> Callable[[int, SSAValue], None]:
+        panel, first = panel_and_first_pixel(vpt)
+        channel = em.affine([(panel, lanes), (vl, 1)])
+
+        def put(p: int, value: SSAValue) -> None:
+            at = product.result_at(em, channel, em.add_index(first, p))
+            low.emit_result(em, value, at)
+
+        return put
+
+    emit_register_tiles(
+        em,
+        name,
+        ("pt", count, kind),
+        (tile, lanes, nest.stored_lanes),
+        product.reduction,
+        operands,
+        store,
+    )
+
+
+def emit_register_tiles(
+    em: g2k._Emitter,
+    name: str,
+    loop: tuple[str, int, str],
+    tile: tuple[int, int, int],
+    reduction: Sequence[tuple[str, int]],
+    operands: Callable[
+        [SSAValue, list[SSAValue], SSAValue], tuple[Callable[[int], SSAValue], SSAValue]
+    ],
+    store: Callable[[SSAValue, SSAValue], Callable[[int, SSAValue], None]],
+) -> None:
+    """The register-tile micro-kernel that conv2d/dense products and the row
+    GEMM (:mod:`ember.lowering.gemm`) share: a loop ``(name, count, kind)``
+    over tiles, each accumulating ``rows × width`` sums in a scratch tile,
+    ``acc[r, l] += a(r) × b(l)`` over the ``reduction`` loops, then storing
+    ``stored`` of its ``width`` lanes.
+
+    ``operands(tile, reduction ivs, lane)`` gives (``r ↦ a(r)``, ``b``) inside
+    the reduction block; ``store(tile, lane)`` gives ``(r, sum) ↦ None``
+    inside the store block."""
+    loop_name, count, kind = loop
+    rows, width, stored = tile
+    with em.loop(loop_name, count, kind) as it:
+        acc = em.alloc([rows, width])
+        acc.name_hint = "acc"
+        with (
+            em.loop("l", width, "vectorized") as l,
+            em.kblock(f"{name}_init", g2k._spatial([it, l])) as (_, vl),
+        ):
+            for r in range(rows):
+                em.store(em.const(0.0, f32), acc, [em.index(r), vl])
+        names = [n for n, _ in reduction]
+        extents = [e for _, e in reduction]
+        with (
+            em.nest(names, extents, ["serial"] * len(extents)) as red,
+            em.loop("l", width, "vectorized") as l,
+        ):
+            bindings = [(it, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]
+            with em.kblock(name, bindings) as (vt, *vred, vl):
+                row_operand, b = operands(vt, vred, vl)
+                for r in range(rows):
+                    a = row_operand(r)
+                    slot = [em.index(r), vl]
+                    total = em.add(
+                        arith.AddfOp(em.load(acc, slot), em.add(arith.MulfOp(a, b)))
+                    )
+                    em.store(total, acc, slot)
+        with (
+            em.loop("l", stored, "vectorized") as l,
+            em.kblock(f"{name}_store", g2k._spatial([it, l])) as (vt, vl),
+        ):
+            put = store(vt, vl)
+            for r in range(rows):
+                put(r, em.load(acc, [em.index(r), vl]))
+        em.add(memref.DeallocOp.get(acc))
+
+
+PARALLEL_MIN_FLOPS = 1 << 20
+"""Products smaller than this run on one thread: ~5 µs of one core's work,
+about what forking and joining a thread team costs on a busy machine
+(XDSL_NOTES: ~2 µs per region when threads spin, ~8 µs when they sleep)."""
+
+
+def worth_threads(product: Product) -> bool:
+    depth = math.prod(extent for _, extent in product.reduction)
+    return 2 * product.pixels * product.channels * depth >= PARALLEL_MIN_FLOPS

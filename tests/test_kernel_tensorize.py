@@ -1,0 +1,225 @@
+"""``kernel-tensorize``: naive dense/matmul contractions become micro-kernels.
+
+* Soundness: random small dense and matmul programs (batch axes that
+  broadcast, rows across ``PACK_MIN_ROWS``, columns off the tile width,
+  fused epilogues, f16, B bound or passed in), lowered to their naive
+  kernels, compute the same results bit for bit in the kernel interpreter
+  after the pass: every sum adds the same products in the same order.
+  Parallel and vectorized loops run last iteration first
+  (tests/test_schedule.py), so a wrongly marked loop shows.
+* The pass recognises the naive nest before it changes it: a nest that
+  differs from the op it is named after is left alone.
+* ``schedule=""`` builds the naive kernels, and they compute the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ember
+from ember.compiler import CompileOptions, to_graph, to_kernel
+from ember.dialects.graph import CallKernelOp, ConstantOp
+from ember.dialects.kernel import BlockOp, ForOp, kernel_functions
+from ember.errors import PassError
+from ember.lowering.gemm import PACK_MIN_ROWS
+from ember.passes.bind_params import bind_params_in_place
+from ember.passes.kernel_tensorize import match_contraction
+from ember.passes.pipeline import apply_passes
+from tests.test_schedule import _reversed_independent_loops
+
+SOUNDNESS = settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def _t(shape: tuple[int, ...], dtype: str) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}x{dtype}>"
+
+
+def _program(
+    op: str,
+    a: tuple[int, ...],
+    b: tuple[int, ...],
+    out: tuple[int, ...],
+    dtype: str,
+    epilogue: str,
+    attrs: str = "",
+) -> str:
+    ta, tb, to = _t(a, dtype), _t(b, dtype), _t(out, dtype)
+    lines = [f"  %0 = graph.{op} %a, %b {attrs} : ({ta}, {tb}) -> {to}"]
+    last = "%0"
+    axis = 1 if op == "conv2d" else -1
+    if epilogue == "bias_relu":
+        tc = _t((out[axis],), dtype)
+        lines += [
+            f"  %1 = graph.bias_add %0, %c {{axis = {axis}}} : ({to}, {tc}) -> {to}",
+            f"  %2 = graph.relu %1 : {to}",
+        ]
+        last = "%2"
+        params = f", %c: {tc}"
+    elif epilogue == "reads_b":
+        # The epilogue reads B too: it cannot change layout.
+        lines += [f"  %1 = graph.add %0, %b : ({to}, {tb}) -> {to}"]
+        last = "%1"
+        params = ""
+    else:
+        params = ""
+    body = "\n".join(lines)
+    return f"""
+func.func @main(%a: {ta}, %b: {tb}{params}) -> {to} {{
+{body}
+  func.return {last} : {to}
+}}"""
+
+
+@st.composite
+def convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs) of a small conv2d: strides, padding,
+    dilation, groups; wide rows of a short reduction (row tiles) too."""
+    dtype = draw(st.sampled_from(["f32", "f32", "f16"]))
+    groups = draw(st.sampled_from([1, 1, 1, 2]))
+    in_channels = groups * draw(st.integers(1, 2))
+    out_channels = groups * draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pad = draw(st.lists(st.integers(0, 1), min_size=4, max_size=4))
+    h = draw(st.integers((kh - 1) * dh + 1, 6))
+    w = draw(st.integers((kw - 1) * dw + 1, 12))
+    oh = (h + pad[0] + pad[2] - (kh - 1) * dh - 1) // sh + 1
+    ow = (w + pad[1] + pad[3] - (kw - 1) * dw - 1) // sw + 1
+    x, wt, out = (1, in_channels, h, w), (out_channels, in_channels // groups, kh, kw), (1, out_channels, oh, ow)
+    attrs = (
+        f"{{strides = [{sh}, {sw}], dilation = [{dh}, {dw}], padding = {pad}, groups = {groups}}}"
+    )
+    epilogue = draw(st.sampled_from(["none", "bias_relu"]))
+    np_type = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = {"a": rng.standard_normal(x), "b": rng.standard_normal(wt), "c": rng.standard_normal(out_channels)}
+    values = {k: v.astype(np_type) for k, v in values.items()}
+    if epilogue != "bias_relu":
+        del values["c"]
+    params = {"b": values.pop("b")} if draw(st.booleans()) else {}
+    return _program("conv2d", x, wt, out, dtype, epilogue, attrs), params, values
+
+
+@st.composite
+def contractions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs)."""
+    op = draw(st.sampled_from(["dense", "matmul"]))
+    dtype = draw(st.sampled_from(["f32", "f32", "f16"]))
+    rows = draw(st.one_of(st.integers(1, 7), st.just(PACK_MIN_ROWS)))
+    depth = draw(st.integers(1, 5))
+    columns = draw(st.integers(1, 11))
+    if op == "dense":
+        a, b, out = (rows, depth), (columns, depth), (rows, columns)
+        epilogues = ["none", "bias_relu"]
+    else:
+        batch_a = draw(st.sampled_from([(), (2,), (2, 1)]))
+        batch_b = draw(st.sampled_from([(), (2,), (1,)]))
+        if rows == PACK_MIN_ROWS:
+            batch_a = batch_b = ()  # the interpreter is slow
+        batch = tuple(np.broadcast_shapes(batch_a, batch_b))
+        a, b, out = (*batch_a, rows, depth), (*batch_b, depth, columns), (*batch, rows, columns)
+        epilogues = ["none", "bias_relu"] + (["reads_b"] if b == out else [])
+    epilogue = draw(st.sampled_from(epilogues))
+    np_type = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = {"a": rng.standard_normal(a), "b": rng.standard_normal(b), "c": rng.standard_normal(out[-1])}
+    values = {k: v.astype(np_type) for k, v in values.items()}
+    if epilogue != "bias_relu":
+        del values["c"]
+    bound = draw(st.sampled_from([(), ("b",)]))
+    params = {k: values.pop(k) for k in bound}
+    return _program(op, a, b, out, dtype, epilogue), params, values
+
+
+def _naive(text: str, params: dict[str, np.ndarray], bits: int):
+    module = ember.parse(text)
+    bind_params_in_place(module, params, "main")
+    return apply_passes(module, f"fuse-ops,lower-graph-to-kernel{{vector-bits={bits}}}")
+
+
+@SOUNDNESS
+@given(st.one_of(contractions(), convolutions()), st.sampled_from([64, 128, 256, 512]))
+def test_kernel_tensorize_is_sound(case, bits) -> None:
+    text, params, inputs = case
+    naive = _naive(text, params, bits)
+    schedule = f"kernel-tensorize{{vector-bits={bits}}},kernel-vectorize,kernel-parallelize"
+    tiled = apply_passes(naive, schedule)
+    ember.verify_module(tiled)
+    [kernel] = [k for k in kernel_functions(tiled) if k.sym_name.data != "add"]
+    assert match_contraction(kernel) is None  # rewritten
+    assert any(isinstance(op, ForOp) and op.kind.data == "vectorized" for op in kernel.walk())
+    args = [inputs[name] for name in ("a", "b", "c") if name in inputs]
+    expected = ember.interpret(naive, "main", *args)
+    got = ember.interpret(_reversed_independent_loops(tiled), "main", *args)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+DENSE = _program("dense", (3, 8), (10, 8), (3, 10), "f32", "bias_relu")
+
+
+def test_bound_weight_is_repacked_once_and_the_kernel_reads_panels() -> None:
+    naive = _naive(DENSE, {"b": np.ones((10, 8), np.float32)}, 256)
+    tiled = apply_passes(naive, "kernel-tensorize{vector-bits=256}")
+    [call] = [op for op in tiled.walk() if isinstance(op, CallKernelOp)]
+    packed = call.operands[1].owner
+    assert isinstance(packed, ConstantOp) and packed.to_array().shape == (1, 8, 16)
+    assert [op for op in tiled.walk() if isinstance(op, ConstantOp)] == [packed]
+    [kernel] = kernel_functions(tiled)
+    blocks = {op.block_name.data for op in kernel.walk() if isinstance(op, BlockOp)}
+    assert blocks == {"dense_init", "dense", "dense_store"}
+
+
+def test_a_nest_that_is_not_the_named_op_is_left_alone() -> None:
+    """A "dense" block whose weight is read at [k, j] is not a dense: the
+    pass checks the indices before rewriting."""
+    naive = _naive(DENSE, {}, 256)
+    text = str(naive).replace("%weight[%vj_1, %vk]", "%weight[%vk, %vj_1]").replace(
+        "memref<10x8xf32>", "memref<8x10xf32>"
+    ).replace("tensor<10x8xf32>", "tensor<8x10xf32>")
+    swapped = ember.parse(text)
+    assert str(apply_passes(swapped, "kernel-tensorize{vector-bits=256}")) == str(swapped)
+    assert str(apply_passes(naive, "kernel-tensorize{ops=matmul}")) == str(naive)
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "message"),
+    [
+        ("kernel-tensorize{ops=dense,conv3d}", "kernel-tensorize: unknown op 'conv3d' in ops="),
+        ("kernel-tensorize{vector-bits=48}", "kernel-tensorize: vector-bits must be .* got 48"),
+    ],
+)
+def test_kernel_tensorize_rejects_bad_options(pipeline, message) -> None:
+    with pytest.raises(PassError, match=message):
+        apply_passes(_naive(DENSE, {}, 256), pipeline)
+
+
+BUILDS = {
+    "matmul": ("matmul", (2, 5, 6), (6, 9), (2, 5, 9), ""),
+    "conv2d": ("conv2d", (1, 3, 9, 9), (4, 3, 3, 3), (1, 4, 5, 5), "{strides = [2, 2], padding = [1, 1, 1, 1]}"),
+    "dense": ("dense", (3, 7), (5, 7), (3, 5), ""),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDS))
+def test_build_without_a_schedule_runs_the_naive_kernels(name) -> None:
+    op, a_shape, b_shape, out_shape, attrs = BUILDS[name]
+    text = _program(op, a_shape, b_shape, out_shape, "f32", "bias_relu", attrs)
+    rng = np.random.default_rng(0)
+    channels = out_shape[1] if op == "conv2d" else out_shape[-1]
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in (a_shape, b_shape, (channels,)))
+    expected = ember.interpret(ember.parse(text), "main", a, b, c)[0]
+    options = CompileOptions(schedule="")
+    naive = to_kernel(to_graph(ember.parse(text), {}, options), options)
+    assert all(match_contraction(k) is not None for k in kernel_functions(naive))
+    for schedule in ("", None):
+        options = {} if schedule is None else {"schedule": schedule}
+        lib = ember.build(text, "llvm", options=options, cache=False)
+        got = np.asarray(lib["main"](a, b, c))
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
