@@ -3,23 +3,38 @@
 Usage::
 
     python benchmarks/compare.py [--workloads mlp,resnet18] [--repeat N]
-        [--warmup W] [--threads 2] [--blas-threads K] [--json out.json]
-        [--profile]
+        [--warmup W] [--threads 2] [--blas-threads K] [--rounds 2]
+        [--same-process] [--json out.json] [--profile]
 
-For each workload, in one process: ``ember.build(target="llvm")`` (timed:
-the compile column; cold, the compilation cache is bypassed), the numpy forward pass of ``numpy_models.py``, an
-onnxruntime session over the ONNX export of ember's own graph
-(``onnx_export.py``), and PyTorch eager on the CPU (``torch_models.py``).  Every framework's output is first checked against
-the numpy model's — a fast wrong answer is not a result — then the frameworks are
-timed interleaved: rounds of blocks of consecutive runs, one framework per
-block, the first run of each block untimed.  Interleaving spreads the
-machine's load drift over all frameworks alike; the untimed first run keeps
-the previous framework's spinning thread pool (OpenBLAS, libgomp,
-onnxruntime all spin after a call) out of the figures, which a strict
-one-run-each alternation would charge to whoever runs next.
+The frameworks: ``ember.build(target="llvm")`` (timed: the compile column;
+cold, the compilation cache is bypassed), the numpy forward pass of
+``numpy_models.py``, an onnxruntime session over the ONNX export of ember's
+own graph (``onnx_export.py``), and PyTorch eager on the CPU
+(``torch_models.py``).
+
+Each framework is timed alone, in its own fresh process, so the table shows
+what a user running that one framework sees.  Frameworks that share a
+process (or run one after another in it) slow each other down: after
+``session.run`` onnxruntime's intra-op threads spin for about 40 ms, and
+whoever runs next finds a core taken — on 2 cores ember's two OpenMP threads
+then share one, and convbnrelu read 0.70 ms interleaved against 0.30 ms
+alone.  Idling between blocks does not cure it (both frameworks get slower
+after idle).  So, for each workload, ``--rounds`` rounds (default 2) each
+start one child process per framework (``compare.py --child SPEC``; the
+order rotates round by round, spreading the machine's load drift over all
+frameworks alike); a child builds its runner, runs it once (its output,
+written to a temporary ``.npy``), warms up, times its share of the runs and
+writes its samples back.  The samples of all rounds are pooled.  The first
+round's outputs are checked against the numpy model's — a fast wrong answer
+is not a result — and a framework that disagrees or fails is not run again.
+The compile column is the first round's cold build.
+
+``--same-process`` keeps the old method for comparison: every framework in
+this process, timed interleaved in rounds of ``--block`` consecutive runs,
+the first run of each block untimed.
 
 Latency is the median of ``--repeat`` timed runs (default 50; 20 for
-resnet18, whose runs are long enough), ember's being ``GraphExecutor.run``
+resnet18, whose runs are long enough; split over the rounds), ember's being ``GraphExecutor.run``
 alone (inputs set once, outputs left in place).  Ratios are ember's time
 over the peer's: below 1 means ember is faster.  Threads: ember,
 onnxruntime and PyTorch use ``--threads`` (onnxruntime intra-op, one
@@ -28,7 +43,8 @@ numpy's OpenBLAS keeps the thread count its environment gives it unless
 ``--blas-threads`` caps it, and the report says what it was.  No figure here is asserted anywhere: speed goals
 are read from this table, never tested.
 
-After the timing, ember's run is profiled (``GraphExecutor.profile``):
+After the timing, ember's run is profiled (``GraphExecutor.profile``, in its
+first round's process):
 ``--json`` keeps each workload's profile (per kernel: fused ops, median,
 share, GFLOP/s, % of peak; and the time outside kernels), ``--profile``
 prints its table too.  The report names the CPU model and its vector ISA.
@@ -45,7 +61,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -264,25 +282,46 @@ def time_interleaved(
     return timings
 
 
+def make_runner(
+    framework: str,
+    name: str,
+    module: Any,
+    params: dict[str, np.ndarray],
+    x: np.ndarray,
+    threads: int,
+) -> Runner:
+    """Build ``framework``'s runner of workload ``name`` (timed: its setup_s)."""
+    if framework == "ember":
+        return ember_runner(module, params, x)
+    if framework == "numpy":
+        return numpy_runner(name, params, x)
+    if framework == "onnxruntime":
+        return onnxruntime_runner(module, params, x, threads)
+    if framework == "pytorch":
+        return pytorch_runner(name, params, x, threads)
+    raise EmberError(
+        f"unknown framework {framework!r}; choose from {', '.join(FRAMEWORKS)}"
+    )
+
+
+def missing_frameworks() -> dict[str, str]:
+    """Why each optional peer that cannot run here cannot, by framework."""
+    missing = {"onnxruntime": onnxruntime_missing(), "pytorch": torch_models.missing()}
+    return {framework: why for framework, why in missing.items() if why}
+
+
 def measure(name: str, runs: int, warmup: int, block: int, threads: int) -> Result:
-    """Build, check and time every available framework on workload ``name``."""
+    """Build, check and time every available framework on workload ``name``,
+    all in this process (``--same-process``)."""
     module, params = workloads.get(name)
     x = input_for(module)
-    problems: dict[str, str] = {}
+    problems = missing_frameworks()
     runners: list[Runner] = []
-    makers: list[tuple[str, Callable[[], Runner]]] = [
-        ("ember", lambda: ember_runner(module, params, x)),
-        ("numpy", lambda: numpy_runner(name, params, x)),
-        ("onnxruntime", lambda: onnxruntime_runner(module, params, x, threads)),
-        ("pytorch", lambda: pytorch_runner(name, params, x, threads)),
-    ]
-    missing = {"onnxruntime": onnxruntime_missing(), "pytorch": torch_models.missing()}
-    for framework, make in makers:
-        if missing.get(framework):
-            problems[framework] = missing[framework]
+    for framework in FRAMEWORKS:
+        if framework in problems:
             continue
         try:
-            runners.append(make())
+            runners.append(make_runner(framework, name, module, params, x, threads))
         # One framework failing (ember's compiler is work in progress; an
         # exporter may meet an op it lacks) must not lose the others' figures:
         # the failure is reported in the table's notes instead.
@@ -300,13 +339,33 @@ def measure(name: str, runs: int, warmup: int, block: int, threads: int) -> Resu
                 profile = runner.profile()
             except Exception as error:  # noqa: BLE001  (as above: keep the figures)
                 problems[runner.framework] = f"profile: {type(error).__name__}: {error}"
+    return _result(
+        name,
+        timings,
+        compile_s,
+        {r.framework: r.setup_s for r in runners},
+        errors,
+        problems,
+        profile,
+    )
+
+
+def _result(
+    name: str,
+    timings: dict[str, Timing],
+    compile_s: float | None,
+    setup_s: dict[str, float],
+    errors: dict[str, float],
+    problems: dict[str, str],
+    profile: dict[str, Any] | None,
+) -> Result:
     return Result(
         workload=name,
         median_ms={
             f: (timings[f].median_ms if f in timings else None) for f in FRAMEWORKS
         },
         compile_s=compile_s,
-        setup_s={r.framework: r.setup_s for r in runners},
+        setup_s=setup_s,
         max_rel_error=errors,
         timings={f: t.summary() for f, t in timings.items()},
         problems=problems,
@@ -314,16 +373,226 @@ def measure(name: str, runs: int, warmup: int, block: int, threads: int) -> Resu
     )
 
 
+# --------------------------------------------------------------------------
+# One fresh process per framework (the default)
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class ChildSpec:
+    """What one child process builds and times (``compare.py --child SPEC``)."""
+
+    framework: str
+    workload: str
+    runs: int
+    warmup: int
+    threads: int
+    blas_threads: int | None
+    directory: str
+    """Where the child writes ``result.json`` and ``output.npy``."""
+    profile: bool = False
+    """Whether ember's child profiles its executor after timing."""
+
+
+@dataclass
+class ChildResult:
+    """What one child process reports back; ``output`` is its first run's."""
+
+    framework: str
+    setup_s: float = 0.0
+    samples: list[float] = field(default_factory=list)
+    output: np.ndarray | None = None
+    profile: dict[str, Any] | None = None
+    problem: str | None = None
+    """Why the child has no figures (it failed); ``None`` when it has them."""
+    profile_problem: str | None = None
+    """Why ember's profile failed, its figures standing."""
+
+
+def run_child(spec: ChildSpec) -> None:
+    """The child's side: build, run once (the output), warm up, time, profile.
+
+    Writes ``result.json`` (and ``output.npy``) into ``spec.directory``; an
+    error is written as the result's ``problem``, not raised.
+    """
+    from ember.runtime.threads import limit_blas_threads, set_num_threads
+
+    set_num_threads(spec.threads)
+    if spec.blas_threads is not None:
+        limit_blas_threads(spec.blas_threads)
+    directory = Path(spec.directory)
+    result: dict[str, Any] = {"framework": spec.framework}
+    try:
+        module, params = workloads.get(spec.workload)
+        x = input_for(module)
+        runner = make_runner(
+            spec.framework, spec.workload, module, params, x, spec.threads
+        )
+        result["setup_s"] = runner.setup_s
+        runner.run()
+        np.save(directory / "output.npy", np.asarray(runner.output()))
+        for _ in range(spec.warmup):
+            runner.run()
+        samples = []
+        for _ in range(spec.runs):
+            start = time.perf_counter()
+            runner.run()
+            samples.append(time.perf_counter() - start)
+        result["samples"] = samples
+        if spec.profile and runner.profile is not None:
+            try:
+                result["profile"] = runner.profile()
+            except Exception as error:  # noqa: BLE001  (a note; the figures stand)
+                result["profile_problem"] = f"profile: {type(error).__name__}: {error}"
+    # As in measure: a failing framework becomes a note, not a lost table.
+    except Exception as error:  # noqa: BLE001
+        result["problem"] = f"{type(error).__name__}: {error}"
+    (directory / "result.json").write_text(json.dumps(result))
+
+
+def read_child(directory: Path, framework: str, stderr: str = "") -> ChildResult:
+    """The parent's side: what the child left in ``directory``.
+
+    A child that died before writing its result (a crash in native code)
+    is reported with the last line of its ``stderr``.
+    """
+    try:
+        data = json.loads((directory / "result.json").read_text())
+    except (OSError, ValueError):
+        last = stderr.strip().splitlines()[-1:] or ["no output"]
+        return ChildResult(framework, problem=f"the child process died: {last[0]}")
+    output_path = directory / "output.npy"
+    return ChildResult(
+        framework,
+        setup_s=data.get("setup_s", 0.0),
+        samples=data.get("samples", []),
+        output=np.load(output_path) if output_path.exists() else None,
+        profile=data.get("profile"),
+        problem=data.get("problem"),
+        profile_problem=data.get("profile_problem"),
+    )
+
+
+CHILD_TIMEOUT_S = 1800
+
+
+def spawn_child(spec: ChildSpec) -> ChildResult:
+    """Run ``spec`` in a fresh Python process and read back what it reports."""
+    script = str(Path(__file__).resolve())
+    command = [sys.executable, script, "--child", json.dumps(asdict(spec))]
+    try:
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return ChildResult(
+            spec.framework,
+            problem=f"the child process took over {CHILD_TIMEOUT_S} s",
+        )
+    return read_child(Path(spec.directory), spec.framework, completed.stderr)
+
+
+def split_runs(runs: int, rounds: int) -> list[int]:
+    """``runs`` timed runs spread over ``rounds`` rounds (no round empty)."""
+    rounds = min(rounds, runs)
+    return [runs // rounds + (1 if i < runs % rounds else 0) for i in range(rounds)]
+
+
+def measure_isolated(
+    name: str,
+    runs: int,
+    warmup: int,
+    threads: int,
+    blas_threads: int | None,
+    rounds: int,
+    spawn: Callable[[ChildSpec], ChildResult] = spawn_child,
+) -> Result:
+    """Time every available framework on ``name``, each in its own fresh process.
+
+    ``runs`` are split over ``rounds``; each round starts one process per
+    framework, their order rotated round by round, and the samples of all
+    rounds are pooled.  The first round's outputs are checked against
+    numpy's; a framework that fails or disagrees is not run again.
+    """
+    problems = missing_frameworks()
+    frameworks = [f for f in FRAMEWORKS if f not in problems]
+    pooled: dict[str, list[ChildResult]] = {f: [] for f in frameworks}
+    dropped: set[str] = set()
+    errors: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="ember-compare-") as scratch:
+        for index, count in enumerate(split_runs(runs, rounds)):
+            shift = index % max(len(frameworks), 1)
+            for framework in frameworks[shift:] + frameworks[:shift]:
+                if framework in dropped:
+                    continue
+                directory = Path(scratch) / f"{framework}-{index}"
+                directory.mkdir()
+                spec = ChildSpec(
+                    framework,
+                    name,
+                    count,
+                    warmup,
+                    threads,
+                    blas_threads,
+                    str(directory),
+                    profile=framework == "ember" and index == 0,
+                )
+                child = spawn(spec)
+                if child.problem is not None:
+                    problems[framework] = child.problem
+                    dropped.add(framework)
+                    continue
+                if child.profile_problem is not None:
+                    problems[framework] = child.profile_problem
+                pooled[framework].append(child)
+            if index == 0:
+                outputs = {
+                    f: results[0].output
+                    for f, results in pooled.items()
+                    if results and results[0].output is not None
+                }
+                disagreements: dict[str, str] = {}
+                errors = _compare_outputs(outputs, disagreements)
+                problems.update(disagreements)
+                for framework in disagreements:  # a wrong answer is not timed
+                    pooled[framework].clear()
+                    dropped.add(framework)
+    return pool_rounds(name, pooled, errors, problems)
+
+
+def pool_rounds(
+    name: str,
+    pooled: dict[str, list[ChildResult]],
+    errors: dict[str, float],
+    problems: dict[str, str],
+) -> Result:
+    """One workload's row from its children's results, round by round.
+
+    Setup (ember: compile) is the first round's, a cold build in a fresh
+    process; the latency samples of every round are pooled.
+    """
+    ok = {f: results for f, results in pooled.items() if results}
+    timings = {
+        f: Timing([s for child in results for s in child.samples])
+        for f, results in ok.items()
+    }
+    ember_runs = ok.get("ember", [])
+    return _result(
+        name,
+        timings,
+        ember_runs[0].setup_s if ember_runs else None,
+        {f: results[0].setup_s for f, results in ok.items()},
+        errors,
+        problems,
+        next((c.profile for c in ember_runs if c.profile is not None), None),
+    )
+
+
 def _check_outputs(
     runners: Sequence[Runner], problems: dict[str, str]
 ) -> dict[str, float]:
-    """Run each framework once; one whose output differs from the reference's is not timed.
-
-    The reference is numpy's output (hand-written, independent of ember, and
-    checked against ember's interpreter by tests/test_benchmarks.py), so a
-    wrong ember result is blamed on ember, not on its peers; ember's output
-    is the reference only where the numpy model failed.
-    """
+    """Run each framework once; one whose output differs from the reference's
+    is not timed (see :func:`_compare_outputs`)."""
     outputs: dict[str, np.ndarray] = {}
     for runner in runners:
         try:
@@ -331,6 +600,20 @@ def _check_outputs(
             outputs[runner.framework] = np.array(runner.output(), copy=True)
         except Exception as error:  # noqa: BLE001  (as in measure)
             problems[runner.framework] = f"{type(error).__name__}: {error}"
+    return _compare_outputs(outputs, problems)
+
+
+def _compare_outputs(
+    outputs: dict[str, np.ndarray], problems: dict[str, str]
+) -> dict[str, float]:
+    """Each framework's relative error against the reference; a disagreement
+    is a problem.
+
+    The reference is numpy's output (hand-written, independent of ember, and
+    checked against ember's interpreter by tests/test_benchmarks.py), so a
+    wrong ember result is blamed on ember, not on its peers; ember's output
+    is the reference only where the numpy model failed.
+    """
     reference_name = "numpy" if "numpy" in outputs else "ember"
     reference = outputs.get(reference_name)
     errors: dict[str, float] = {}
@@ -563,6 +846,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also print ember's per-kernel profile of each workload",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="fresh processes per framework and workload, the runs split "
+        "among them and their samples pooled (default 2)",
+    )
+    parser.add_argument(
+        "--same-process",
+        action="store_true",
+        help="time all frameworks in this one process, interleaved in blocks "
+        "(the old method: a peer's spinning threads slow whoever runs next)",
+    )
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = [w for w in args.workloads if w not in workloads.NAMES]
@@ -570,7 +867,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(
             f"unknown workload(s) {unknown}; choose from {', '.join(workloads.NAMES)}"
         )
-    for option in ("repeat", "warmup", "block", "threads", "blas_threads"):
+    for option in ("repeat", "warmup", "block", "threads", "blas_threads", "rounds"):
         value = getattr(args, option)
         if value is not None and value < (0 if option == "warmup" else 1):
             parser.error(
@@ -581,6 +878,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.child is not None:
+        run_child(ChildSpec(**json.loads(args.child)))
+        return 0
     from ember.runtime.threads import limit_blas_threads, set_num_threads
 
     set_num_threads(args.threads)
@@ -590,12 +890,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = []
     for name in args.workloads:
         runs = args.repeat or DEFAULT_REPEAT_BY_WORKLOAD.get(name, DEFAULT_REPEAT)
+        where = (
+            "in this process"
+            if args.same_process
+            else f"in {args.rounds} fresh processes"
+        )
         print(
-            f"{name}: building and timing {runs} runs per framework ...",
+            f"{name}: building and timing {runs} runs per framework {where} ...",
             file=sys.stderr,
             flush=True,
         )
-        results.append(measure(name, runs, args.warmup, args.block, args.threads))
+        if args.same_process:
+            results.append(measure(name, runs, args.warmup, args.block, args.threads))
+        else:
+            results.append(
+                measure_isolated(
+                    name, runs, args.warmup, args.threads, args.blas_threads, args.rounds
+                )
+            )
     print(format_table(results, env))
     if args.profile:
         from ember.runtime.profiler import Profile

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +171,85 @@ def test_time_interleaved_counts_runs_and_rotates_order() -> None:
     assert len(blocks) == 3 * 7 + 3 * 3
     first_of_round = [blocks[0], blocks[4 * 3], blocks[8 * 3]]
     assert first_of_round == ["a", "b", "c"]
+
+
+def test_the_child_protocol_round_trips_a_result(tmp_path: Path) -> None:
+    """`compare.py --child SPEC` writes what the parent reads back: the
+    samples, the setup time and the first run's output."""
+    spec = compare.ChildSpec("numpy", "tiny_pipe", 3, 1, 2, None, str(tmp_path))
+    assert compare.main(["--child", json.dumps(asdict(spec))]) == 0
+    child = compare.read_child(Path(spec.directory), "numpy")
+    assert child.problem is None and len(child.samples) == 3 and child.setup_s > 0
+    _module, _params, _x, expected = _reference("tiny_pipe")
+    assert child.output is not None
+    _assert_close(child.output, expected)
+    # A failure in the child comes back as the result's problem, not a crash.
+    compare.run_child(compare.ChildSpec("mxnet", "tiny_pipe", 1, 0, 1, None, str(tmp_path)))
+    failed = compare.read_child(tmp_path, "mxnet")
+    assert "unknown framework 'mxnet'" in (failed.problem or "")
+    # A child that died before writing its result is named with its last words.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    died = compare.read_child(empty, "ember", "lots\nSegmentation fault\n")
+    assert died.problem == "the child process died: Segmentation fault"
+
+
+def test_split_runs_spreads_runs_over_rounds() -> None:
+    assert compare.split_runs(5, 3) == [2, 2, 1]
+    assert compare.split_runs(1, 2) == [1]
+
+
+def test_isolated_rounds_are_pooled_and_a_wrong_answer_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each round starts every framework afresh, in rotated order; samples
+    of all rounds are pooled; a framework whose first output differs from
+    numpy's is not run again.  The children run in this process here, their
+    protocol unchanged (files in, files out)."""
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    missing = {"pytorch": "x", "onnxruntime": "y"}
+    monkeypatch.setattr(compare, "missing_frameworks", lambda: dict(missing))
+    log: list[tuple[str, int]] = []
+
+    def spawn(spec: compare.ChildSpec) -> compare.ChildResult:
+        compare.run_child(spec)
+        log.append((spec.framework, spec.runs))
+        if spec.framework == "ember":  # damage ember's answer
+            output = Path(spec.directory) / "output.npy"
+            np.save(output, np.load(output) + 1.0)
+        return compare.read_child(Path(spec.directory), spec.framework)
+
+    result = compare.measure_isolated("tiny_pipe", 5, 0, 1, None, 3, spawn=spawn)
+    assert log == [("ember", 2), ("numpy", 2), ("numpy", 2), ("numpy", 1)]
+    assert result.timings["numpy"]["runs"] == 5
+    assert "ember" not in result.timings and result.median_ms["ember"] is None
+    assert result.problems["ember"].startswith("output differs from numpy's")
+
+    # Real child processes: round 2 starts with the next framework.
+    log.clear()
+
+    def spawn_logged(spec: compare.ChildSpec) -> compare.ChildResult:
+        log.append((spec.framework, spec.runs))
+        return compare.spawn_child(spec)
+
+    result = compare.measure_isolated("tiny_pipe", 3, 0, 1, None, 2, spawn=spawn_logged)
+    assert log == [("ember", 2), ("numpy", 2), ("numpy", 1), ("ember", 1)]
+    assert {f: t["runs"] for f, t in result.timings.items()} == {"ember": 3, "numpy": 3}
+    assert result.problems == missing
+    assert result.compile_s is not None and result.compile_s > 0
+    assert result.profile is not None
+    assert result.max_rel_error["ember"] <= compare.AGREEMENT_RTOL
+
+
+def test_same_process_keeps_the_interleaved_method(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    argv = ["--workloads", "tiny_pipe", "--repeat", "2", "--warmup", "0"]
+    assert compare.main([*argv, "--same-process"]) == 0
+    captured = capsys.readouterr()
+    assert "in this process" in captured.err
+    assert any(line.startswith("| tiny_pipe") for line in captured.out.splitlines())
 
 
 def test_parse_args_rejects_unknown_workload(
