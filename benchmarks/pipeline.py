@@ -246,7 +246,12 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
         reference = sequential(pool)
         for mode in modes[1:]:
             for got, expected in zip(mode.stream(pool), reference):
-                np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=mode.name)
+                # A cut changes what fuses, so float32 sums may round apart:
+                # the tolerance scales with the output's largest magnitude.
+                scale = float(np.max(np.abs(expected)))
+                np.testing.assert_allclose(
+                    got, expected, rtol=1e-5, atol=1e-5 * scale, err_msg=mode.name
+                )
         for mode in modes:
             mode.rates, mode.cpu_seconds = [], []
         for _ in range(rounds):
