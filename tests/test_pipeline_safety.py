@@ -245,7 +245,9 @@ lib = build(split_graph(ember.parse({CHAIN!r}), ["relu"], [0], target="interp"))
 ones, slow = np.ones(4, np.float32), np.full(4, -1, np.float32)
 
 def interrupted(wait):
-    pipe = PipelineModule(lib, max_in_flight=2)
+    # inline=False: the waits under test are on the stage threads (auto could
+    # run a stage timed as small back to back in this thread instead).
+    pipe = PipelineModule(lib, max_in_flight=2, inline=False)
     pipe.set_input("x", ones)
     pipe.run()
     pipe.get_output()  # warm: the next stage run starts at once
@@ -259,7 +261,7 @@ def interrupted(wait):
     return "not interrupted"
 
 if forever:
-    pipe = PipelineModule(lib)
+    pipe = PipelineModule(lib, inline=False)
     pipe.set_input("x", slow)
     pipe.run()
     threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
