@@ -230,6 +230,9 @@ def _try(call, errors: list[PipelineError]) -> None:
 
 CTRL_C_SCRIPT = f"""
 import os, signal, sys, threading
+# Python's own Ctrl-C handler, whatever this process inherited: a parent that
+# ignores SIGINT (Ray's test cluster leaves pytest so) passes SIG_IGN on.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np, ember
 from ember.pipeline import PipelineModule, build, split_graph
 
