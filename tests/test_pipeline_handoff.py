@@ -282,6 +282,85 @@ def test_back_to_back_runs_on_every_kernel_thread(tiny_pipe, monkeypatch):
     assert seen == [before]
 
 
+def test_back_to_back_gets_every_kernel_thread_beside_idle_executors(tiny_pipe, monkeypatch):
+    """Issue 15: another executor whose workers started and sit idle (the
+    benchmark's inline=False one) held its share against a back-to-back
+    run, whose kernels then ran on one thread; they get every thread now,
+    and the shares again after it."""
+    _, _, lib = tiny_pipe
+    before = threads.num_threads()
+    if min(before, threads.available_cores()) < 2:
+        pytest.skip("needs two kernel threads to tell every thread from a share")
+    data = np.zeros((1, 3, 8, 8), np.float32)
+    seen: list[int] = []
+    with PipelineModule(lib, inline=False) as idle, PipelineModule(lib) as pipe:
+        for started in (idle, pipe):
+            started.set_input("data", data)
+            started.run(timeout=60)  # starts its workers, which take a share
+            started.get_output(timeout=60)
+        share = threads.num_threads()
+        assert share < before
+        stage = pipe._plans[0]
+        original = stage.stage.module.run
+
+        def spy(inputs, outputs):
+            seen.append(threads.num_threads())
+            original(inputs, outputs)
+
+        monkeypatch.setattr(stage.stage.module, "run", spy)
+        pipe.run(sync=True)
+        pipe.get_output(timeout=60)
+        with PipelineModule(lib, inline=True) as inline:  # holds no share itself
+            inline.set_input("data", data)
+            inline.run()
+            inline.get_output(timeout=60)
+        assert threads.num_threads() == share
+    assert seen == [before, before]
+    assert threads.num_threads() == before
+
+
+def test_back_to_back_keeps_the_share_beside_busy_workers(tiny_pipe, three_stages, monkeypatch):
+    """While another executor's worker runs an input, kernels run beside it:
+    a back-to-back run keeps the share instead of taking every thread."""
+    _, _, lib = tiny_pipe
+    _, busy_lib = three_stages
+    before = threads.num_threads()
+    if min(before, threads.available_cores()) < 2:
+        pytest.skip("needs two kernel threads to tell every thread from a share")
+    entered, release = threading.Event(), threading.Event()
+    busy_stage = busy_lib.stages[0].module
+    original_busy = busy_stage.run
+
+    def hold(inputs, outputs):
+        entered.set()
+        release.wait(60)
+        original_busy(inputs, outputs)
+
+    seen: list[int] = []
+    stage = lib.stages[0].module
+    original = stage.run
+
+    def spy(inputs, outputs):
+        seen.append(threads.num_threads())
+        original(inputs, outputs)
+
+    with PipelineModule(busy_lib, inline=False) as busy, PipelineModule(lib, inline=True) as pipe:
+        monkeypatch.setattr(busy_stage, "run", hold)
+        future = busy.submit(np.zeros(4, np.float32))
+        try:
+            assert entered.wait(60)
+            share = threads.num_threads()
+            monkeypatch.setattr(stage, "run", spy)
+            pipe.set_input("data", np.zeros((1, 3, 8, 8), np.float32))
+            pipe.run()
+            pipe.get_output(timeout=60)
+        finally:
+            release.set()
+        future.result(timeout=60)
+    assert share < before
+    assert seen == [share]
+
+
 def test_stages_share_the_cores_for_kernel_threads(tiny_pipe):
     """Two unpinned stages on the host: each kernel team gets half the cores
     (at least one) while the workers run; the count comes back at close."""

@@ -789,6 +789,12 @@ class _Workers:
                 stacklevel=1,
             )
 
+    def busy(self) -> bool:
+        """Whether an input is queued for a stage or running in one."""
+        return any(p is not None for p in self.position) or any(
+            len(inbox) for inbox in self.queues[:-1]
+        )
+
     def where_is(self, index: int) -> str:
         """Where input ``index`` is, for a timeout message."""
         for plan, current in zip(self.plans, self.position):
@@ -815,15 +821,18 @@ class _Workers:
 
 
 # Kernels' parallel loops read one process-wide thread count.  While
-# executors run their stages, it is the smallest share any of them asked
-# for (see kernel_threads), and the count from before the first is restored
-# after the last.
+# executors have workers, it is the smallest share any of them asked for
+# (see kernel_threads), and the count from before the first is restored
+# after the last.  An input run back to back in a caller's thread lends its
+# kernels that count back while no executor's workers have an input to run.
 _threads_lock = threading.Lock()
 _thread_shares: list[int] = []
+_sharing: list[_Workers] = []
+"""The workers of the executors that hold a share, in ``_thread_shares``' order."""
 _saved_thread_count: int | None = None
 
 
-def _share_kernel_threads(share: int) -> None:
+def _share_kernel_threads(share: int, workers: _Workers) -> None:
     global _saved_thread_count
     from ember.runtime import threads
 
@@ -831,14 +840,16 @@ def _share_kernel_threads(share: int) -> None:
         if not _thread_shares:
             _saved_thread_count = threads.num_threads()
         _thread_shares.append(share)
+        _sharing.append(workers)
         threads.set_num_threads(min(_thread_shares))
 
 
-def _unshare_kernel_threads(share: int) -> None:
+def _unshare_kernel_threads(share: int, workers: _Workers) -> None:
     from ember.runtime import threads
 
     with _threads_lock:
         _thread_shares.remove(share)
+        _sharing.remove(workers)
         if _thread_shares:
             threads.set_num_threads(min(_thread_shares))
         elif _saved_thread_count is not None:
@@ -846,16 +857,20 @@ def _unshare_kernel_threads(share: int) -> None:
 
 
 @contextmanager
-def _every_kernel_thread(share: int | None) -> Iterator[None]:
+def _every_kernel_thread() -> Iterator[None]:
     """Kernels on the count from before executors shared the cores out,
-    inside the block, when ``share`` (an executor's) is the only share held:
-    that executor runs its stages back to back in the caller's thread, its
-    workers idle.  Otherwise nothing changes."""
+    inside the block, where the caller runs stages back to back and no
+    executor's workers have an input to run: the shares are for kernels
+    that run beside other stages, and none does.  An executor whose workers
+    sit idle (started, its inputs all done) does not hold its share against
+    another's back-to-back run.  Otherwise nothing changes."""
     from ember.runtime import threads
 
     with _threads_lock:
         lend = (
-            share is not None and _thread_shares == [share] and _saved_thread_count is not None
+            _saved_thread_count is not None
+            and bool(_thread_shares)
+            and not any(workers.busy() for workers in _sharing)
         )
         if lend:
             threads.set_num_threads(_saved_thread_count)  # type: ignore[arg-type]
@@ -875,7 +890,7 @@ def _shutdown(workers: _Workers, shared: list[int | None], timeout: float) -> bo
     stopped = workers.shutdown(timeout)
     share, shared[0] = shared[0], None
     if share is not None:
-        _unshare_kernel_threads(share)
+        _unshare_kernel_threads(share, workers)
     return stopped
 
 
@@ -1231,7 +1246,7 @@ class PipelineExecutor(PipelineInputs):
             self._check_open("map()")
             first = self._next_in
             self._next_in += len(batch)
-        with _every_kernel_thread(self._shared[0]):
+        with _every_kernel_thread():
             results, error = self._lane.run(batch, first)
         self.inline_runs += len(results) + (error is not None)
         self.lane_windows += 1
@@ -1382,7 +1397,7 @@ class PipelineExecutor(PipelineInputs):
         )
         plan = self._plans[0]
         try:
-            with _every_kernel_thread(self._shared[0]):
+            with _every_kernel_thread():
                 for plan in self._plans:
                     _current.workers, _current.stage = self._workers, plan.stage
                     if item.error is None:
@@ -1420,7 +1435,7 @@ class PipelineExecutor(PipelineInputs):
             if pool is not None:
                 pool.reserve(self._capacity)
         share = self.kernel_threads
-        _share_kernel_threads(share)
+        _share_kernel_threads(share, self._workers)
         self._shared[0] = share
         self._workers.start()
         self._started = True
