@@ -310,12 +310,21 @@ def test_back_to_back_gets_every_kernel_thread_beside_idle_executors(tiny_pipe, 
         monkeypatch.setattr(stage.stage.module, "run", spy)
         pipe.run(sync=True)
         pipe.get_output(timeout=60)
+        lane_run = executor_module._Lane.run
+
+        def lane_spy(lane, window, first):
+            seen.append(threads.num_threads())
+            return lane_run(lane, window, first)
+
+        monkeypatch.setattr(executor_module._Lane, "run", lane_spy)
         with PipelineModule(lib, inline=True) as inline:  # holds no share itself
             inline.set_input("data", data)
             inline.run()
             inline.get_output(timeout=60)
+            assert len(list(inline.map([data] * 2))) == 2  # map's lane: one window
+            assert inline.lane_windows == 1
         assert threads.num_threads() == share
-    assert seen == [before, before]
+    assert seen == [before, before, before]
     assert threads.num_threads() == before
 
 
