@@ -256,6 +256,17 @@ def test_auto_times_the_plan_it_did_not_choose_again(
         assert [pipe.plan for _ in range(3)] == [chosen] * 3
 
 
+def _record_kernel_threads(monkeypatch, module, seen: list[int]) -> None:
+    """Each run of ``module`` appends the kernel thread count it sees to ``seen``."""
+    original = module.run
+
+    def spy(inputs, outputs):
+        seen.append(threads.num_threads())
+        original(inputs, outputs)
+
+    monkeypatch.setattr(module, "run", spy)
+
+
 def test_back_to_back_runs_on_every_kernel_thread(tiny_pipe, monkeypatch):
     """While its workers hold the cores' shares, an executor that runs an
     input back to back gives its kernels every thread, then the share again."""
@@ -268,14 +279,7 @@ def test_back_to_back_runs_on_every_kernel_thread(tiny_pipe, monkeypatch):
         pipe.get_output(timeout=60)
         share = pipe.kernel_threads
         assert threads.num_threads() == share
-        stage = pipe._plans[0]
-        original = stage.stage.module.run
-
-        def spy(inputs, outputs):
-            seen.append(threads.num_threads())
-            original(inputs, outputs)
-
-        monkeypatch.setattr(stage.stage.module, "run", spy)
+        _record_kernel_threads(monkeypatch, pipe._plans[0].stage.module, seen)
         pipe.run(sync=True)
         pipe.get_output(timeout=60)
         assert threads.num_threads() == share
@@ -300,14 +304,7 @@ def test_back_to_back_gets_every_kernel_thread_beside_idle_executors(tiny_pipe, 
             started.get_output(timeout=60)
         share = threads.num_threads()
         assert share < before
-        stage = pipe._plans[0]
-        original = stage.stage.module.run
-
-        def spy(inputs, outputs):
-            seen.append(threads.num_threads())
-            original(inputs, outputs)
-
-        monkeypatch.setattr(stage.stage.module, "run", spy)
+        _record_kernel_threads(monkeypatch, pipe._plans[0].stage.module, seen)
         pipe.run(sync=True)
         pipe.get_output(timeout=60)
         lane_run = executor_module._Lane.run
@@ -346,20 +343,13 @@ def test_back_to_back_keeps_the_share_beside_busy_workers(tiny_pipe, three_stage
         original_busy(inputs, outputs)
 
     seen: list[int] = []
-    stage = lib.stages[0].module
-    original = stage.run
-
-    def spy(inputs, outputs):
-        seen.append(threads.num_threads())
-        original(inputs, outputs)
-
     with PipelineModule(busy_lib, inline=False) as busy, PipelineModule(lib, inline=True) as pipe:
         monkeypatch.setattr(busy_stage, "run", hold)
         future = busy.submit(np.zeros(4, np.float32))
         try:
             assert entered.wait(60)
             share = threads.num_threads()
-            monkeypatch.setattr(stage, "run", spy)
+            _record_kernel_threads(monkeypatch, lib.stages[0].module, seen)
             pipe.set_input("data", np.zeros((1, 3, 8, 8), np.float32))
             pipe.run()
             pipe.get_output(timeout=60)
