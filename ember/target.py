@@ -57,7 +57,10 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 """Option → the kinds that take it (empty: all)."""
 
 DEFAULT_SCHEDULES: dict[str, str] = {
-    "llvm": "kernel-tensorize{{vector-bits={vector_bits}}},kernel-vectorize,kernel-parallelize"
+    "llvm": (
+        "kernel-tensorize{{vector-bits={vector_bits}}},kernel-parallelize,"
+        "kernel-accumulate-rows,kernel-vectorize"
+    )
 }
 """Target kind → its default schedule (:attr:`Target.default_schedule`);
 ``{vector_bits}`` is the target's :attr:`Target.vector_bits`."""
@@ -173,7 +176,9 @@ class Target:
         The CPU's: dense and matmul contractions as register-tiled
         micro-kernels shaped for :attr:`vector_bits` (``kernel-tensorize``),
         then one thread team over the outer loops of each loop nest left
-        unscheduled, vectors in its innermost loop.  The conv2d micro-kernels
+        unscheduled, a reduction per element made a row of accumulators
+        where its loop walks the input's rows (``kernel-accumulate-rows``),
+        and vectors in the loops that hold no loop.  The conv2d micro-kernels
         still come from the kernel generators
         (:mod:`ember.lowering.graph_to_kernel`)."""
         schedule = DEFAULT_SCHEDULES.get(self.kind, "")

@@ -26,11 +26,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.func import FuncOp
 
 import ember
 from ember.compiler import CompileOptions, bind_arguments, to_graph, to_kernel
 from ember.dialects.graph import CallKernelOp, ConstantOp
-from ember.dialects.kernel import ForOp, kernel_functions
+from ember.dialects.kernel import BlockOp, ForOp, kernel_functions
 from ember.errors import PassError, RuntimeFailure
 from ember.passes.pipeline import apply_passes
 from ember.target import Target
@@ -178,6 +179,77 @@ def test_kernel_pack_layout_is_sound(program, axis, lanes) -> None:
     got = ember.interpret(packed, "main")
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_array_equal(g, e)
+
+
+@st.composite
+def _reduction_ops(draw) -> tuple[str, str, str]:
+    """One pool, global average pool, reduction, softmax or lrn on a small
+    random NCHW input: (op text, input type, result type)."""
+    n, c, h, w = draw(st.tuples(*[st.integers(1, 3)] * 2, *[st.integers(1, 7)] * 2))
+    kind = draw(st.sampled_from(["max_pool2d", "avg_pool2d", "global_avg_pool2d",
+                                 "reduce_sum", "reduce_mean", "reduce_max", "softmax", "lrn"]))
+    shape = [n, c, h, w]
+    attrs, out = "", list(shape)
+    if kind in ("max_pool2d", "avg_pool2d"):
+        kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        sh, sw, dh, dw = (draw(st.integers(1, 2)) for _ in range(4))
+        # Unequal padding after the input is ceil_mode's extra row and column.
+        pads = [draw(st.integers(0, k - 1)) for k in (kh, kh, kw, kw)]
+        top, bottom, left, right = pads
+        out[2] = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+        out[3] = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+        assume(out[2] > 0 and out[3] > 0)
+        attrs = (f"pool_size = [{kh}, {kw}], strides = [{sh}, {sw}], "
+                 f"padding = [{top}, {left}, {bottom}, {right}], dilation = [{dh}, {dw}]")
+        if kind == "avg_pool2d":
+            attrs += f", count_include_pad = {str(draw(st.booleans())).lower()}"
+    elif kind == "global_avg_pool2d":
+        out[2:] = [1, 1]
+    elif kind.startswith("reduce"):
+        axes = sorted(draw(st.sets(st.integers(0, 3), min_size=1, max_size=3)))
+        keep = draw(st.booleans())
+        out = [1 if d in axes else e for d, e in enumerate(shape) if keep or d not in axes]
+        attrs = f"axes = {axes}, keepdims = {str(keep).lower()}"
+    elif kind == "softmax":
+        attrs = f"axis = {draw(st.integers(-4, 3))}"
+    else:
+        size = draw(st.sampled_from([1, 3, 5]))
+        attrs = f"size = {size}, alpha = 1.0e-01 : f32, beta = 7.5e-01 : f32, bias = 2.0 : f32"
+    typed = lambda dims: f"tensor<{'x'.join(map(str, dims))}xf32>"  # noqa: E731
+    text = f"graph.{kind} %x" + (f" {{{attrs}}}" if attrs else "")
+    return text, typed(shape), typed(out)
+
+
+@SOUNDNESS
+@given(_reduction_ops(), st.integers(0, 2**32 - 1))
+def test_default_schedule_of_reductions_is_sound(op, seed) -> None:
+    """Pools, global average pools, reductions, softmax and lrn, emitted naive,
+    compute the same outputs bit for bit after the default schedule (with
+    ``kernel-accumulate-rows``); a pool's rows become vector loops."""
+    text, source, result = op
+    module = ember.parse(
+        f"func.func @main(%x: {source}) -> {result} {{\n"
+        f"  %y = {text} : ({source}) -> {result}\n  func.return %y : {result}\n}}\n"
+    )
+    plain = apply_passes(module, PLAIN)
+    name = text.split()[0].removeprefix("graph.")
+    nests = [
+        loop
+        for loop in plain.walk()
+        if isinstance(loop, ForOp)
+        and isinstance(loop.parent_op(), FuncOp)
+        and any(isinstance(b, BlockOp) and b.block_name.data.startswith(name) for b in loop.walk())
+    ]
+    assert nests and {op.kind.data for n in nests for op in n.walk() if isinstance(op, ForOp)} == {
+        "serial"
+    }  # the op's own nest is naive (a pool's padded copy is another's)
+    scheduled = apply_passes(plain, Target("llvm").default_schedule)
+    shape = [int(d) for d in source[len("tensor<") : -len("xf32>")].split("x")]
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    _assert_same_results(plain, scheduled, [x])
+    width = int(result[len("tensor<") : -len("xf32>")].split("x")[-1])
+    if "pool2d %x {" in text and width > 1:
+        assert f"memref.alloc() : memref<{width}xf32>" in str(scheduled)
 
 
 # --------------------------------------------------------------------------

@@ -283,7 +283,7 @@ def _nest_kinds(extents: Sequence[int], vectorize: bool = True) -> list[str]:
     """The innermost loop (over contiguous memory) is ``vectorized`` if its
     extent is > 1; the outermost other loop of extent > 1 is ``parallel``:
     the default schedule's rule, for the generators that still choose their
-    own kinds (lrn, Winograd's zero fill)."""
+    own kinds (Winograd's zero fill)."""
     kinds = ["serial"] * len(extents)
     last = len(extents) - 1
     if vectorize and extents and extents[last] > 1:
@@ -777,9 +777,7 @@ def _gen_lrn(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     size = op.attr("size")
     before, _ = graph.LrnOp.window(size)
     source = low.buffer(data)
-    # The generator's own kinds: the schedule passes leave a nest whose
-    # innermost loop holds loops unvectorized, and this one is vectorized.
-    with em.nest(_names("i", len(shape)), shape, _nest_kinds(shape)) as ivs:
+    with em.nest(_names("i", len(shape)), shape) as ivs:
         acc = em.alloc([1])
         acc.name_hint = "acc"
         zero = em.index(0)
@@ -1253,6 +1251,9 @@ def _gen_contraction(
 
 
 def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """max/avg_pool2d, naive: per output element a one-float accumulator,
+    the window's loops innermost, then the store (the mean's divisor there).
+    ``kernel-accumulate-rows`` makes the accumulator a row over ``ow``."""
     is_max = op.name == "graph.max_pool2d"
     (data,) = op.operands
     n, channels, oh, ow = graph.shape_of(op.results[0])
@@ -1264,48 +1265,31 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     fill = -math.inf if is_max else 0.0
     source, load_source, scratch = _window_source(em, low, data, padding, fill)
     name = _short_name(op)
-    with em.loop("n", n) as i_n, em.loop("c", channels, "parallel") as i_c:
-        row = em.alloc([ow])
-        row.name_hint = "acc"
-        with em.loop("oh", oh) as i_oh:
-            with (
-                em.loop("ow", ow, "vectorized") as i_ow,
-                em.kblock(f"{name}_init", _spatial([i_n, i_c, i_oh, i_ow])) as vs,
-            ):
-                em.store(em.const(fill, f32), row, [vs[3]])
-            with (
-                em.loop("kh", kh) as i_kh,
-                em.loop("kw", kw) as i_kw,
-                em.loop("ow", ow, "vectorized") as i_ow,
-            ):
-                bindings = _spatial([i_n, i_c, i_oh, i_ow]) + [
-                    (i_kh, REDUCE),
-                    (i_kw, REDUCE),
-                ]
-                with em.kblock(name, bindings) as (vn, vc, voh, vow, vkh, vkw):
-                    y = em.affine([(voh, sh), (vkh, dh)])
-                    x = em.affine([(vow, sw), (vkw, dw)])
-                    value = load_source(source, [vn, vc, y, x])
-                    acc = em.load(row, [vow])
-                    combined = (
-                        _max(em, acc, value)
-                        if is_max
-                        else em.add(arith.AddfOp(acc, value))
-                    )
-                    em.store(combined, row, [vow])
-            with (
-                em.loop("ow", ow, "vectorized") as i_ow,
-                em.kblock(f"{name}_store", _spatial([i_n, i_c, i_oh, i_ow])) as vs,
-            ):
-                value = em.load(row, [vs[3]])
-                if not is_max:
-                    value = em.add(
-                        arith.DivfOp(
-                            value, _pool_count(em, op, vs[2], vs[3], (height, width))
-                        )
-                    )
-                low.emit_result(em, value, vs)
-        em.add(memref.DeallocOp.get(row))
+    with em.nest(["n", "c", "oh", "ow"], [n, channels, oh, ow]) as ivs:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        with em.kblock(f"{name}_init", _spatial(ivs)):
+            em.store(em.const(fill, f32), acc, [em.index(0)])
+        with em.loop("kh", kh) as i_kh, em.loop("kw", kw) as i_kw:
+            bindings = _spatial(ivs) + [(i_kh, REDUCE), (i_kw, REDUCE)]
+            with em.kblock(name, bindings) as (vn, vc, voh, vow, vkh, vkw):
+                y = em.affine([(voh, sh), (vkh, dh)])
+                x = em.affine([(vow, sw), (vkw, dw)])
+                value = load_source(source, [vn, vc, y, x])
+                zero = em.index(0)
+                total = em.load(acc, [zero])
+                combined = (
+                    _max(em, total, value) if is_max else em.add(arith.AddfOp(total, value))
+                )
+                em.store(combined, acc, [zero])
+        with em.kblock(f"{name}_store", _spatial(ivs)) as vs:
+            value = em.load(acc, [em.index(0)])
+            if not is_max:
+                value = em.add(
+                    arith.DivfOp(value, _pool_count(em, op, vs[2], vs[3], (height, width)))
+                )
+            low.emit_result(em, value, vs)
+        em.add(memref.DeallocOp.get(acc))
     if scratch:
         em.add(memref.DeallocOp.get(source))
 
@@ -1353,9 +1337,10 @@ def _window_extent(
 
 
 def _gen_global_avg_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
+    """Per (n, c) a one-float accumulator summing the plane, then the mean."""
     (data,) = op.operands
     n, channels, height, width = graph.shape_of(data)
-    with em.loop("n", n) as i_n, em.loop("c", channels, "parallel") as i_c:
+    with em.loop("n", n) as i_n, em.loop("c", channels) as i_c:
         acc = em.alloc([1])
         acc.name_hint = "acc"
         with em.kblock("global_avg_pool2d_init", _spatial([i_n, i_c])):
@@ -1422,7 +1407,7 @@ def _gen_softmax(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     outer_dims = [d for d in range(len(shape)) if d != axis]
     extents = [shape[d] for d in outer_dims]
     names = [f"i{d}" for d in outer_dims]
-    with em.nest(names, extents, _nest_kinds(extents, False)) as ivs:
+    with em.nest(names, extents) as ivs:
         _softmax_rows(em, low.buffer(data), low, ivs, axis, shape[axis])
 
 
@@ -1460,7 +1445,7 @@ def _softmax_rows(
         one = em.index(1)
         em.store(em.add(arith.AddfOp(em.load(stats, [one]), e)), stats, [one])
     with (
-        em.loop("r", extent, "vectorized") as i_r,
+        em.loop("r", extent) as i_r,
         em.kblock("softmax_store", _spatial([*ivs, i_r])) as vs,
     ):
         indices = at(vs[:-1], vs[-1])

@@ -39,6 +39,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "plan-memory": _lazy("plan_memory", "PlanMemoryPass"),
     "kernel-tile": _lazy("kernel_tile", "KernelTilePass"),
     "kernel-tensorize": _lazy("kernel_tensorize", "KernelTensorizePass"),
+    "kernel-accumulate-rows": _lazy("kernel_accumulate_rows", "KernelAccumulateRowsPass"),
     "kernel-parallelize": _lazy("kernel_parallelize", "KernelParallelizePass"),
     "kernel-vectorize": _lazy("kernel_vectorize", "KernelVectorizePass"),
     "kernel-unroll": _lazy("kernel_unroll", "KernelUnrollPass"),

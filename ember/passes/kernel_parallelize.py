@@ -12,7 +12,9 @@ With ``leave-innermost`` (the default), the innermost loop of a nest is
 left alone when it holds no loop and has more than one iteration: it is the
 vector loop
 (``kernel-vectorize`` runs first), and one thread team over the outer loops
-with vectors within is the shape wanted.
+with vectors within is the shape wanted.  The default schedule runs it
+before ``kernel-accumulate-rows`` and ``kernel-vectorize``, which accept a
+nest with a ``parallel`` loop.
 
 ```mlir
 kernel.for %i0 = 0 to 4 {                  kernel.for %i0 = 0 to 4 parallel {

@@ -1,13 +1,16 @@
-"""``kernel-vectorize``: mark the innermost loop of each loop nest ``vectorized``.
+"""``kernel-vectorize``: mark the innermost loops of each loop nest ``vectorized``.
 
 TensorIR's ``sch.vectorize`` applied by a default rule: in every perfect
 loop nest at the top of a kernel (:func:`~ember.analysis.loop_nests.
-loop_nests`) whose loops are all ``serial`` — a nest no schedule step has
-touched — the innermost loop of the nest becomes ``vectorized`` when it
-holds no loop, has at least ``min-extent`` iterations and its iterations
-are independent
-(:func:`~ember.analysis.loop_nests.is_independent`).  It runs before
-``kernel-parallelize``, which then leaves the vector loop alone.
+loop_nests`) whose loops are all ``serial`` or ``parallel`` — a nest no
+schedule step but ``kernel-parallelize`` has touched — each ``serial``
+loop under it that holds no loop (the innermost loop of the nest, a
+softmax's store loop, the row loops of ``kernel-accumulate-rows``) becomes
+``vectorized`` when it has at least ``min-extent`` iterations and its
+iterations are independent
+(:func:`~ember.analysis.loop_nests.is_independent`).  The default schedule
+runs it after ``kernel-parallelize`` (which leaves the innermost loop
+alone) and ``kernel-accumulate-rows``.
 
 ```mlir
 kernel.for %i0 = 0 to 4 {                  kernel.for %i0 = 0 to 4 {
@@ -17,10 +20,10 @@ kernel.for %i0 = 0 to 4 {                  kernel.for %i0 = 0 to 4 {
 On the CPU a ``vectorized`` loop is a plain loop that LLVM's vectoriser
 turns into vector code (the lowering cannot attach loop metadata); the kind
 records that its iterations are independent, which ``kernel-bind-gpu``
-reads to spread them over GPU threads.  The kernel generators that still
-choose their own loop kinds (micro-kernels: conv2d and dense products, row
-tiles, Winograd, pools, reductions, softmax, matmul) are left as they are:
-their nests already hold ``vectorized`` loops.
+reads to spread them over GPU threads.  The micro-kernels whose loop kinds
+are chosen (conv2d, dense and matmul by ``kernel-tensorize``, row tiles,
+Winograd) are left as they are: their nests already hold ``vectorized``
+loops.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from ember.analysis.loop_nests import (
     mark_loop,
     scheduled_kinds,
 )
-from ember.dialects.kernel import kernel_functions
+from ember.dialects.kernel import ForOp, kernel_functions
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,14 @@ class KernelVectorizePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for kernel in kernel_functions(op):
             for nest in loop_nests(kernel):
-                loop = nest[-1]
-                if (
-                    not scheduled_kinds(nest[0])
-                    and is_leaf(loop)
-                    and loop.trip_count >= self.min_extent
-                    and is_independent(loop)
-                ):
-                    mark_loop(self.name, kernel, loop, "vectorized")
+                if scheduled_kinds(nest[0]) - {"parallel"}:
+                    continue
+                for loop in [op for op in nest[0].walk() if isinstance(op, ForOp)]:
+                    if (
+                        loop.kind.data == "serial"
+                        and is_leaf(loop)
+                        and loop.trip_count >= self.min_extent
+                        and is_independent(loop)
+                    ):
+                        mark_loop(self.name, kernel, loop, "vectorized")
 

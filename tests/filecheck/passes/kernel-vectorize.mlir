@@ -48,7 +48,7 @@ func.func @row_sum(%x: memref<4x32xf32>, %y: memref<4xf32>) attributes {kernel.k
 // CHECK-NEXT:      kernel.for %k = 0 to 32 {
 
 func.func @scheduled(%x: memref<4x32xf32>, %y: memref<4x32xf32>) attributes {kernel.kernel} {
-  kernel.for %i = 0 to 4 parallel {
+  kernel.for %i = 0 to 4 unrolled {
     kernel.for %j = 0 to 32 {
       kernel.block "y" (%vi = spatial %i, %vj = spatial %j) {
         %a = memref.load %x[%vi, %vj] : memref<4x32xf32>
@@ -60,5 +60,29 @@ func.func @scheduled(%x: memref<4x32xf32>, %y: memref<4x32xf32>) attributes {ker
 }
 
 // CHECK-LABEL: func.func @scheduled
-// CHECK:         kernel.for %i = 0 to 4 parallel {
+// CHECK:         kernel.for %i = 0 to 4 unrolled {
 // CHECK-NEXT:      kernel.for %j = 0 to 32 {
+
+// kernel-parallelize runs first in the default schedule: a parallel loop
+// does not keep the leaves of its nest from being vectorized, wherever
+// they are.
+func.func @parallel_first(%x: memref<4x32xf32>, %y: memref<4x32xf32>, %z: memref<4xf32>) attributes {kernel.kernel} {
+  kernel.for %i = 0 to 4 parallel {
+    kernel.for %j = 0 to 32 {
+      kernel.block "y" (%vi = spatial %i, %vj = spatial %j) {
+        %a = memref.load %x[%vi, %vj] : memref<4x32xf32>
+        memref.store %a, %y[%vi, %vj] : memref<4x32xf32>
+      }
+    }
+    kernel.block "z" (%vi = spatial %i) {
+      %c0 = arith.constant 0 : index
+      %b = memref.load %x[%vi, %c0] : memref<4x32xf32>
+      memref.store %b, %z[%vi] : memref<4xf32>
+    }
+  }
+  func.return
+}
+
+// CHECK-LABEL: func.func @parallel_first
+// CHECK:         kernel.for %i = 0 to 4 parallel {
+// CHECK-NEXT:      kernel.for %j = 0 to 32 vectorized {
