@@ -59,7 +59,7 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 DEFAULT_SCHEDULES: dict[str, str] = {
     "llvm": (
         "kernel-tensorize{{vector-bits={vector_bits}}},kernel-parallelize,"
-        "kernel-accumulate-rows,kernel-vectorize"
+        "kernel-accumulate-rows,kernel-separate-window,kernel-vectorize"
     )
 }
 """Target kind → its default schedule (:attr:`Target.default_schedule`);
@@ -178,7 +178,7 @@ class Target:
         then one thread team over the outer loops of each loop nest left
         unscheduled, a reduction per element made a row of accumulators
         where its loop walks the input's rows (``kernel-accumulate-rows``),
-        and vectors in the loops that hold no loop.  The conv2d micro-kernels
+        a max window's rows first (``kernel-separate-window``), and vectors in the loops that hold no loop.  The conv2d micro-kernels
         still come from the kernel generators
         (:mod:`ember.lowering.graph_to_kernel`)."""
         schedule = DEFAULT_SCHEDULES.get(self.kind, "")

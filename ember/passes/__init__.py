@@ -40,6 +40,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "kernel-tile": _lazy("kernel_tile", "KernelTilePass"),
     "kernel-tensorize": _lazy("kernel_tensorize", "KernelTensorizePass"),
     "kernel-accumulate-rows": _lazy("kernel_accumulate_rows", "KernelAccumulateRowsPass"),
+    "kernel-separate-window": _lazy("kernel_separate_window", "KernelSeparateWindowPass"),
     "kernel-parallelize": _lazy("kernel_parallelize", "KernelParallelizePass"),
     "kernel-vectorize": _lazy("kernel_vectorize", "KernelVectorizePass"),
     "kernel-unroll": _lazy("kernel_unroll", "KernelUnrollPass"),
