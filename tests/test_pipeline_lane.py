@@ -11,6 +11,7 @@ path runs is forced with ``inline=True``; nothing here measures time.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import ember
 from ember.pipeline import PipelineConfig, PipelineModule, StageError, build, split_graph
 from ember.pipeline import executor as executor_module
 from ember.errors import RuntimeFailure
+from ember.runtime import threads
 from ember.runtime.call_list import CallList
 from ember.runtime.ndarray import ALIGNMENT
 from tests.test_index_bounds import _gather
@@ -93,11 +95,12 @@ def test_the_lane_allocates_nothing_per_input_and_outputs_stay_the_callers(three
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("bad", [0, 5, 16])
+@pytest.mark.parametrize("bad", [0, 5, 16, 31])
 def test_a_failure_on_the_lane_names_its_stage_and_input(checked_gather, bad):
     """Input ``bad`` indexes out of bounds in stage 1: the inputs before it
     come out, then a StageError names stage 1 (not stage 0, which ran for
-    it too) and the input; the next inputs run as if nothing happened."""
+    it too) and the input; the next inputs run as if nothing happened.
+    31: the window's last call, whose failure once read as a full window."""
     x = np.arange(8, dtype=np.float32) - 2
     good, wrong = np.array([0, 3, 7, 1], np.int64), np.array([0, 3, 9, 1], np.int64)
     inputs = [{"x": x, "idx": wrong if i == bad else good} for i in range(40)]
@@ -185,11 +188,166 @@ def test_a_call_list_runs_the_first_count_calls_in_order():
     ys = [ember.nd.array(np.full(4, -1, np.float32)) for _ in range(3)]
     runs = [lib.bind([x], [y]) for x, y in zip(xs, ys)]
     calls = CallList([run.native for run in runs])
-    done, seconds = calls.run(2)
-    assert done == 2 and len(calls) == 3
+    done, failed, seconds = calls.run(2)
+    assert done == 2 and not failed and len(calls) == 3
     assert len(seconds) == 1 and seconds[0] >= 0  # one position per slot: its total
     np.testing.assert_array_equal([y.numpy() for y in ys], [[2] * 4, [4] * 4, [-1] * 4])
     with pytest.raises(RuntimeFailure, match="a call list of 3 runs cannot make 4 calls"):
         calls.run(4)  # its table has no fourth entry: it would jump anywhere
     with pytest.raises(RuntimeFailure, match="3 runs cannot hold slots of 2"):
         CallList([run.native for run in runs], stages=2)
+
+
+# --------------------------------------------------------------------------
+# The overlapped lane: each stage on a native thread of its own
+# --------------------------------------------------------------------------
+
+
+def _team(stages: int) -> int:
+    """Threads an overlapped window runs on: one per stage, one in all
+    without libgomp (the serial stand-in runs the stages one after another)."""
+    runtime = threads.ensure_runtime()
+    return stages if runtime.parallel else 1
+
+
+@pytest.mark.parametrize("window", [None, 1, 7])
+def test_the_overlapped_lane_keeps_order_over_many_windows(three_stages, window):
+    """300 inputs overlapped on the lane (``lane=True`` with ``inline=False``),
+    a window per native call: each output is its own input's, in order, none
+    lost, on one thread per stage; each stage's time in its thread and the
+    window's time per input are recorded."""
+    module, lib = three_stages
+    inputs = _inputs(300)
+    with PipelineModule(lib, inline=False, lane=True) as pipe:
+        outputs = [out[0].numpy() for out in pipe.map(inputs, window=window)]
+        assert pipe.overlapped_lane_runs == len(inputs) and pipe.inline_runs == 0
+        per_call = executor_module.LANE_WINDOW if window is None else window
+        assert pipe.lane_windows == math.ceil(len(inputs) / per_call)
+        assert pipe.lane_threads == _team(3)
+        assert all(math.isfinite(plan.seconds) for plan in pipe._plans)
+        assert all(math.isnan(plan.inline_seconds) for plan in pipe._plans)
+        assert pipe._lane.samples == pipe.lane_windows and pipe._lane.seconds > 0
+    assert len(outputs) == len(inputs)
+    for data, got in zip(inputs, outputs):
+        (expected,) = ember.interpret(module, "main", data)
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_the_overlapped_lane_pins_stages_and_gives_the_caller_its_cores_back(three_stages):
+    """``pin_cores=True``: each stage thread runs on its core while the
+    window runs; the caller's thread (stage 0's) has its own mask again after."""
+    module, lib = three_stages
+    before = os.sched_getaffinity(0)
+    inputs = _inputs(50)
+    with PipelineModule(lib, inline=False, lane=True, pin_cores=True) as pipe:
+        assert pipe.pinned_cores == [min(before)] * 3  # all three on cpu:0
+        outputs = [out[0].numpy() for out in pipe.map(inputs)]
+        assert pipe.overlapped_lane_runs == len(inputs)
+    assert os.sched_getaffinity(0) == before
+    for data, got in zip(inputs, outputs):
+        np.testing.assert_allclose(got, ember.interpret(module, "main", data)[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0, 5, 16, 31])
+def test_a_failure_on_the_overlapped_lane_names_stage_1_and_its_input(checked_gather, bad):
+    """Input ``bad`` fails stage 1 mid-window while stage 0 runs ahead: the
+    inputs before it come out, all right, then a StageError names stage 1
+    and the input.  A second bad input later in the window is not reached
+    (no stage starts a slot past the failed one), so its failure is not the
+    one named; the next ``map`` runs as if nothing happened."""
+    x = np.arange(8, dtype=np.float32) - 2
+    good, wrong = np.array([0, 3, 7, 1], np.int64), np.array([0, 3, 9, 1], np.int64)
+    worse = np.array([0, 3, -4, 1], np.int64)
+    inputs = [{"x": x, "idx": good} for _ in range(40)]
+    inputs[bad] = {"x": x, "idx": wrong}
+    inputs[bad + 2] = {"x": x, "idx": worse}
+    expected = np.maximum(x, 0)[good]
+    with PipelineModule(checked_gather, inline=False, lane=True) as pipe:
+        outputs = []
+        with pytest.raises(StageError, match=r"index %at is 9, out of bounds") as failure:
+            for out in pipe.map(inputs):
+                outputs.append(out[0].numpy())
+        assert failure.value.stage == "mod1" and failure.value.index == bad
+        assert str(failure.value).startswith(f"stage @mod1 (llvm on cpu:0) failed on input #{bad}")
+        assert "several stages" not in str(failure.value)
+        assert len(outputs) == bad and pipe.overlapped_lane_runs == bad + 1
+        np.testing.assert_array_equal(outputs, [expected] * bad)
+        after = [out[0].numpy() for out in pipe.map(inputs[bad + 3 :])]
+        assert pipe.overlapped_lane_runs == 40 - 2  # inputs bad + 1 and bad + 2 skipped
+    np.testing.assert_array_equal(after, [expected] * len(after))
+
+
+@pytest.mark.parametrize(
+    ("lane_seconds", "windows", "inline_seconds", "plan"),
+    [
+        # The lane not timed on PROBE_INPUTS windows yet: overlap on it.
+        (10e-6, 2, (math.nan, math.nan), "overlapped"),
+        # Timed overlapped, not back to back: time that.
+        (10e-6, 3, (math.nan, math.nan), "timing back to back"),
+        # Tiny stages still overlap when the lane measured that faster: its
+        # time per input includes its hand-off, no INLINE_SECONDS shortcut.
+        (10e-6, 3, (8e-6, 7e-6), "overlapped"),
+        (10e-6, 3, (5e-6, 4e-6), "back to back"),
+        # ResNet-18 on two cores: the window's time per input against the sum.
+        (0.0225, 3, (0.0110, 0.0118), "overlapped"),
+        (0.0231, 3, (0.0110, 0.0118), "back to back"),
+    ],
+)
+def test_auto_compares_the_overlapped_lane_with_back_to_back(
+    three_stages, lane_seconds, windows, inline_seconds, plan
+):
+    """The plan ``map`` follows with ``inline=None`` where it overlaps on
+    the lane, from fake times: the lane's per input (no HANDOFF_SECONDS
+    charged) against the stages' sum back to back.  With ``lane=False``
+    the stage threads' figures decide (none timed: overlapped, to time them)."""
+    lib = build(split_graph(three_stages[0], ["relu"], [0]))
+    with PipelineModule(lib) as pipe:
+        assert pipe._lane_is_free()  # makes the lane
+        pipe._lane.seconds, pipe._lane.samples = lane_seconds, windows
+        for stage, inline in zip(pipe._plans, inline_seconds, strict=True):
+            stage.inline_seconds = inline
+            stage.inline_samples = 0 if math.isnan(inline) else executor_module.PROBE_INPUTS
+        assert pipe.plan == plan
+        if windows >= executor_module.PROBE_INPUTS:
+            assert pipe.plan_seconds[0] == lane_seconds
+        else:
+            assert math.isnan(pipe.plan_seconds[0])
+    with PipelineModule(lib, lane=False) as pipe:  # the stage threads' figures
+        pipe._lane = executor_module._Lane.create(lib, pipe._plans, 4)
+        pipe._lane.seconds, pipe._lane.samples = lane_seconds, windows
+        assert pipe.plan == "overlapped" and math.isnan(pipe.plan_seconds[0])
+
+
+def test_lane_must_be_a_bool_or_none(three_stages):
+    with pytest.raises(ember.pipeline.PipelineError, match="lane must be True, False or None"):
+        PipelineModule(three_stages[1], lane="yes")
+
+
+def test_a_call_list_runs_slots_overlapped_in_order():
+    """Two stages per slot (``y = x + x``, then ``z = y + y``), four slots
+    overlapped: every slot's second stage read its first stage's result;
+    ``run_overlapped(3)`` leaves the fourth slot alone."""
+    lib = ember.build(
+        """
+        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = graph.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+          func.return %0 : tensor<4xf32>
+        }
+        """,
+        "llvm",
+    )
+    xs = [ember.nd.array(np.full(4, i + 1, np.float32)) for i in range(4)]
+    ys = [ember.nd.array(np.full(4, -1, np.float32)) for _ in range(4)]
+    zs = [ember.nd.array(np.full(4, -1, np.float32)) for _ in range(4)]
+    runs = []
+    for x, y, z in zip(xs, ys, zs):
+        runs += [lib.bind([x], [y]), lib.bind([y], [z])]
+    calls = CallList([run.native for run in runs], stages=2)
+    done, failed, seconds = calls.run_overlapped(3)
+    assert done == 6 and not failed and len(seconds) == 2 and min(seconds) >= 0
+    assert calls.team == _team(2)
+    np.testing.assert_array_equal(
+        [z.numpy()[0] for z in zs], [4.0, 8.0, 12.0, -1.0]
+    )
+    with pytest.raises(RuntimeFailure, match="a call list of 4 slots cannot run 5"):
+        calls.run_overlapped(5)
