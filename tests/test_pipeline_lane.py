@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -218,15 +219,31 @@ def test_the_overlapped_lane_keeps_order_over_many_windows(three_stages, window)
     window's time per input are recorded."""
     module, lib = three_stages
     inputs = _inputs(300)
+    produced = [0]
+
+    def lazily() -> Iterator[np.ndarray]:
+        for data in inputs:
+            produced[0] += 1
+            yield data
+
+    bound = executor_module.LANE_WINDOW if window is None else window
     with PipelineModule(lib, inline=False, lane=True) as pipe:
-        outputs = [out[0].numpy() for out in pipe.map(inputs, window=window)]
+        outputs = []
+        for index, out in enumerate(pipe.map(lazily(), window=window)):
+            outputs.append(out[0].numpy())
+            assert produced[0] - index <= bound  # lagging inputs count as in flight
         assert pipe.overlapped_lane_runs == len(inputs) and pipe.inline_runs == 0
-        per_call = executor_module.LANE_WINDOW if window is None else window
-        assert pipe.lane_windows == math.ceil(len(inputs) / per_call)
+        # A call per window of new inputs (the ring's slots, or map's
+        # window, less the two inputs the stages downstream lag behind), and
+        # one that drains them; a window of 1 cannot lag: each call drains.
+        assert pipe._lane.window == executor_module.LANE_WINDOW - 2
+        per_call = {None: pipe._lane.window, 1: 1, 7: 5}[window]
+        drains = 0 if window == 1 else 1
+        assert pipe.lane_windows == math.ceil(len(inputs) / per_call) + drains
         assert pipe.lane_threads == _team(3)
         assert all(math.isfinite(plan.seconds) for plan in pipe._plans)
         assert all(math.isnan(plan.inline_seconds) for plan in pipe._plans)
-        assert pipe._lane.samples == pipe.lane_windows and pipe._lane.seconds > 0
+        assert pipe._lane.samples == pipe.lane_windows - drains and pipe._lane.seconds > 0
     assert len(outputs) == len(inputs)
     for data, got in zip(inputs, outputs):
         (expected,) = ember.interpret(module, "main", data)
@@ -248,13 +265,16 @@ def test_the_overlapped_lane_pins_stages_and_gives_the_caller_its_cores_back(thr
         np.testing.assert_allclose(got, ember.interpret(module, "main", data)[0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("window", [None, 2])
 @pytest.mark.parametrize("bad", [0, 5, 16, 31])
-def test_a_failure_on_the_overlapped_lane_names_stage_1_and_its_input(checked_gather, bad):
+def test_a_failure_on_the_overlapped_lane_names_stage_1_and_its_input(checked_gather, bad, window):
     """Input ``bad`` fails stage 1 mid-window while stage 0 runs ahead: the
     inputs before it come out, all right, then a StageError names stage 1
     and the input.  A second bad input later in the window is not reached
     (no stage starts a slot past the failed one), so its failure is not the
-    one named; the next ``map`` runs as if nothing happened."""
+    one named; the next ``map`` runs as if nothing happened.  With
+    ``window=2`` (a new input per call) stage 1 meets input ``bad`` in the
+    call after the one that took it (it lags an input behind)."""
     x = np.arange(8, dtype=np.float32) - 2
     good, wrong = np.array([0, 3, 7, 1], np.int64), np.array([0, 3, 9, 1], np.int64)
     worse = np.array([0, 3, -4, 1], np.int64)
@@ -265,7 +285,7 @@ def test_a_failure_on_the_overlapped_lane_names_stage_1_and_its_input(checked_ga
     with PipelineModule(checked_gather, inline=False, lane=True) as pipe:
         outputs = []
         with pytest.raises(StageError, match=r"index %at is 9, out of bounds") as failure:
-            for out in pipe.map(inputs):
+            for out in pipe.map(inputs, window=window):
                 outputs.append(out[0].numpy())
         assert failure.value.stage == "mod1" and failure.value.index == bad
         assert str(failure.value).startswith(f"stage @mod1 (llvm on cpu:0) failed on input #{bad}")
@@ -323,10 +343,12 @@ def test_lane_must_be_a_bool_or_none(three_stages):
         PipelineModule(three_stages[1], lane="yes")
 
 
-def test_a_call_list_runs_slots_overlapped_in_order():
-    """Two stages per slot (``y = x + x``, then ``z = y + y``), four slots
-    overlapped: every slot's second stage read its first stage's result;
-    ``run_overlapped(3)`` leaves the fourth slot alone."""
+def test_a_call_list_runs_a_stream_overlapped_in_order():
+    """Two stages per slot (``y = x + x``, then ``z = y + y``), a ring of
+    four slots: stage 1 ending an input short of stage 0 leaves that input
+    to the next call, which finds it ready; every slot's second stage read
+    its own first stage's result.  Ends that would overtake the upstream
+    stage or reuse a slot still in use are refused before anything runs."""
     lib = ember.build(
         """
         func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -343,11 +365,30 @@ def test_a_call_list_runs_slots_overlapped_in_order():
     for x, y, z in zip(xs, ys, zs):
         runs += [lib.bind([x], [y]), lib.bind([y], [z])]
     calls = CallList([run.native for run in runs], stages=2)
-    done, failed, seconds = calls.run_overlapped(3)
-    assert done == 6 and not failed and len(seconds) == 2 and min(seconds) >= 0
+    calls.start_stream()
+    done, failure, seconds = calls.run_overlapped([3, 2])
+    assert done == [3, 2] and failure is None and len(seconds) == 2 and min(seconds) >= 0
     assert calls.team == _team(2)
-    np.testing.assert_array_equal(
-        [z.numpy()[0] for z in zs], [4.0, 8.0, 12.0, -1.0]
-    )
-    with pytest.raises(RuntimeFailure, match="a call list of 4 slots cannot run 5"):
-        calls.run_overlapped(5)
+    np.testing.assert_array_equal([z.numpy()[0] for z in zs], [4.0, 8.0, -1.0, -1.0])
+    for ends in ([2, 2], [3, 4], [7, 3]):  # back, past stage 0, slot 2 still in use
+        with pytest.raises(RuntimeFailure, match=f"cannot run them to \\{ends}"):
+            calls.run_overlapped(ends)
+    done, failure, _ = calls.run_overlapped([4, 4])
+    assert done == [4, 4] and failure is None and calls.stream_done() == [4, 4]
+    np.testing.assert_array_equal([z.numpy()[0] for z in zs], [4.0, 8.0, 12.0, 16.0])
+
+
+def test_auto_switches_between_the_lanes_plans_in_order(three_stages, monkeypatch):
+    """``inline=None`` on the lane: PROBE_INPUTS windows overlapped, then
+    inputs back to back to time that, then the faster — the inputs the
+    overlapped stream still held come out first at each switch: every
+    output is its own input's, in order, none lost."""
+    module, lib = three_stages
+    monkeypatch.setattr(executor_module, "RETIME_SECONDS", 0.0)  # switch often
+    inputs = _inputs(400)
+    with PipelineModule(lib) as pipe:
+        outputs = [out[0].numpy() for out in pipe.map(inputs, window=5)]
+        assert pipe.overlapped_lane_runs > 0 and pipe.inline_runs > 0
+        assert pipe.overlapped_lane_runs + pipe.inline_runs == len(inputs)
+    for data, got in zip(inputs, outputs, strict=True):
+        np.testing.assert_allclose(got, ember.interpret(module, "main", data)[0], rtol=1e-6)

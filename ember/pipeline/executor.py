@@ -548,17 +548,14 @@ class _Lane:
         envelope, as :meth:`_StagePlan.record` keeps a stage's."""
         self.samples = 0
         """Overlapped windows timed in :attr:`seconds`."""
-
-    @property
-    def overlaps(self) -> bool:
-        """Whether :meth:`run` can overlap the stages here
-        (:func:`~ember.runtime.call_list.overlapped_available`)."""
-        return overlapped_available()
-
-    @property
-    def team(self) -> int:
-        """Threads the last overlapped window ran on (0 before one)."""
-        return self.calls.team
+        self.team = 0
+        """Threads the last overlapped call ran on (0 before one)."""
+        self.base = 0
+        """The executor's number of the stream's input 0 (:meth:`overlap`)."""
+        self.taken = 0
+        """Inputs the stream took so far."""
+        self.read = 0
+        """Inputs of the stream whose outputs were handed out."""
 
     def record(self, took: float) -> None:
         self.seconds = _envelope(self.seconds, took)
@@ -601,57 +598,143 @@ class _Lane:
         return cls(lib, plans, slots, rows, runs)
 
     def run(
-        self,
-        window: Sequence[Mapping[str, NDArray | np.ndarray]],
-        first: int,
-        overlapped: bool = False,
-        cores: Sequence[int | None] | None = None,
+        self, window: Sequence[Mapping[str, NDArray | np.ndarray]], first: int
     ) -> tuple[list[list[NDArray]], StageError | None]:
-        """Run ``window`` (at most ``slots`` inputs, numbered from ``first``):
-        the outputs of each input that completed, in order, and the error
-        of the one that failed, if any (the inputs after it do not run).
-        ``overlapped``: each stage on a thread of its own (pinned to
-        ``cores``), the stages of successive inputs at once
-        (:meth:`CallList.run_overlapped`); else back to back."""
+        """Run ``window`` (at most ``slots`` inputs, numbered from ``first``)
+        back to back: the outputs of each input that completed, in order,
+        and the error of the one that failed, if any (the inputs after it
+        do not run)."""
         count = len(window)
         for name, rows in self.inputs:
             rows[:count] = [staged[name] for staged in window]  # one copy in numpy's C
         stages = len(self.plans)
-        if overlapped:
-            start = time.perf_counter()
-            done, failed, seconds = self.calls.run_overlapped(count, cores)
-            took = time.perf_counter() - start
-        else:
-            done, failed, seconds = self.calls.run(count * stages)
+        done, failed, seconds = self.calls.run(count * stages)
         complete = done // stages
         error = None
         if failed:  # call `done` failed
-            plan = self.plans[done % stages]
-            what = f"running @{plan.stage.module.entry_name} on cpu"
-            several = overlapped and bounds_flag() == SEVERAL_THREADS_FAILED
-            try:
-                raise_bounds_error(what)
-                cause = RuntimeFailure(f"{what}: a kernel failed (another thread took its report)")
-            except RuntimeFailure as e:
-                cause = e
-            if several:
-                cause = RuntimeFailure(
-                    f"{cause} (kernels of several stages failed at once, this "
-                    "message is the first one's; the earliest input that may "
-                    "have failed is named)"
-                )
-            error = StageError(plan.stage, first + complete, cause)
+            error = self._error(done % stages, first + complete)
         else:
             for plan, total in zip(self.plans, seconds):
-                plan.record(total / count, here=not overlapped)
-            if overlapped:
+                plan.record(total / count, here=True)
+        return self._outputs(range(complete)), error
+
+    # -- overlapped: a stream of inputs round the ring ------------------------
+
+    @property
+    def window(self) -> int:
+        """Inputs an overlapped call takes: the slots, less one per stage
+        after the first (the inputs the stages downstream lag behind)."""
+        return self.slots - len(self.plans) + 1
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether :meth:`overlap` can run here: room for a window, and
+        what the native threads need
+        (:func:`~ember.runtime.call_list.overlapped_available`)."""
+        return self.window >= 1 and overlapped_available()
+
+    @property
+    def streaming(self) -> bool:
+        """Whether inputs :meth:`overlap` took are still on the lane."""
+        return self.taken > self.read
+
+    def overlap(
+        self,
+        window: Sequence[Mapping[str, NDArray | np.ndarray]],
+        first: int,
+        cores: Sequence[int | None] | None,
+        lag: bool = True,
+    ) -> tuple[list[list[NDArray]], StageError | None]:
+        """Take ``window`` (at most :attr:`window` inputs, numbered from
+        ``first``, right after the ones taken before) into the stream and
+        run one overlapped call, each stage on a thread of its own (pinned
+        to ``cores``): with ``lag``, stage ``s`` runs up to ``s`` inputs
+        short of the newest, so that the next call finds work ready for
+        every stage (those inputs stay on the lane meanwhile); without, the
+        call finishes them all (at most :attr:`slots` then).
+        Returns the outputs of the inputs the last stage finished, in
+        order (those of earlier windows first), and the error of the one
+        that failed, if any (then the stream ends there: the inputs after
+        it are dropped); :meth:`drain` finishes the rest."""
+        if not self.streaming:
+            self.calls.start_stream()
+            self.base, self.taken, self.read = first, 0, 0
+        count = len(window)
+        slots = np.arange(self.taken, self.taken + count) % self.slots
+        for name, rows in self.inputs:
+            rows[slots] = [staged[name] for staged in window]  # one copy in numpy's C
+        self.taken += count
+        return self._overlapped_call(count, cores, lag)
+
+    def drain(
+        self, cores: Sequence[int | None] | None
+    ) -> tuple[list[list[NDArray]], StageError | None]:
+        """Finish every input the stream took (see :meth:`overlap`)."""
+        return self._overlapped_call(0, cores, lag=False)
+
+    def abandon(self) -> None:
+        """Drop the inputs still on the lane (``map`` left early)."""
+        self.taken = self.read = 0
+
+    def _overlapped_call(
+        self, count: int, cores: Sequence[int | None] | None, lag: bool
+    ) -> tuple[list[list[NDArray]], StageError | None]:
+        stages = len(self.plans)
+        before = self.calls.stream_done()
+        newest = self.taken
+        ends = [max(newest - (s if lag else 0), finished) for s, finished in enumerate(before)]
+        start = time.perf_counter()
+        done, failure, seconds = self.calls.run_overlapped(ends, cores)
+        took = time.perf_counter() - start
+        self.team = self.calls.team
+        error = None
+        if failure is not None:
+            index, stage = failure
+            error = self._error(stage, self.base + index, overlapped=True)
+            # The stages downstream finish the inputs before it (none
+            # starts it or a later one: the stream stopped there).
+            done, _, _ = self.calls.run_overlapped([newest] * stages, cores)
+            complete = index
+        else:
+            for plan, total, end, begin in zip(self.plans, seconds, done, before):
+                if end > begin:
+                    plan.record(total / (end - begin))
+            if count:  # a drain's time is no window's
                 self.record(took / count)
+            complete = done[-1]
+        outputs = self._outputs(np.arange(self.read, complete) % self.slots)
+        self.read = complete
+        if error is not None:
+            self.abandon()
+        return outputs, error
+
+    def _error(self, stage: int, index: int, overlapped: bool = False) -> StageError:
+        """The :class:`StageError` of input ``index``, failed in ``stage``;
+        the bounds error it reported is taken (and cleared)."""
+        plan = self.plans[stage]
+        what = f"running @{plan.stage.module.entry_name} on cpu"
+        several = overlapped and bounds_flag() == SEVERAL_THREADS_FAILED
+        try:
+            raise_bounds_error(what)
+            cause = RuntimeFailure(f"{what}: a kernel failed (another thread took its report)")
+        except RuntimeFailure as e:
+            cause = e
+        if several:
+            cause = RuntimeFailure(
+                f"{cause} (kernels of several stages failed at once, this "
+                "message is the first one's; the earliest input that may "
+                "have failed is named)"
+            )
+        return StageError(plan.stage, index, cause)
+
+    def _outputs(self, slots: Sequence[int] | np.ndarray) -> list[list[NDArray]]:
+        """The global outputs in ``slots``, copied into new arrays."""
         columns = []
         for rows in self.outputs:
-            fresh, arrays = host_rows(complete, rows.shape[1:], rows.dtype)
-            np.copyto(fresh, rows[:complete])
+            fresh, arrays = host_rows(len(slots), rows.shape[1:], rows.dtype)
+            np.take(rows, np.asarray(slots, np.intp), axis=0, out=fresh)
             columns.append(arrays)
-        return [list(outputs) for outputs in zip(*columns)], error
+        return [list(outputs) for outputs in zip(*columns)]
 
 
 # --------------------------------------------------------------------------
@@ -1296,18 +1379,21 @@ class PipelineExecutor(PipelineInputs):
                     joins = self._lane_is_free()
                     if joins:
                         overlapped = plan == OVERLAPPED
-                        full = min(lane_window, self._lane.slots)  # type: ignore[union-attr]
+                        full = self._lane_batch(lane_window, overlapped)
                         if plan == TIMING_BACK_TO_BACK:
                             full = 1  # one input times it
+                if not (joins and overlapped):
+                    yield from self._drain_lane()  # the lane's inputs come first
                 if joins:
                     batch.append(staged)
                     if len(batch) == full:
-                        yield from self._run_lane(batch, overlapped)
+                        yield from self._run_lane(batch, overlapped, lane_window)
                     continue
                 pending.append(self._enqueue(staged, "map()", None))
                 if len(pending) == window:
                     yield self._read_own(pending)
-            yield from self._run_lane(batch, overlapped)
+            yield from self._run_lane(batch, overlapped, lane_window)
+            yield from self._drain_lane()
             while pending:
                 yield self._read_own(pending)
         except (KeyboardInterrupt, SystemExit):
@@ -1315,7 +1401,9 @@ class PipelineExecutor(PipelineInputs):
             raise
         finally:
             # Left early (break, an error): read what is still in flight, so
-            # that the next get_output does not return it.
+            # that the next get_output does not return it; drop the lane's.
+            if self._lane is not None:
+                self._lane.abandon()
             while pending and not self._closed and self._workers.failure is None:
                 try:
                     self._read_own(pending)
@@ -1333,12 +1421,30 @@ class PipelineExecutor(PipelineInputs):
             self._lane_fits = self._lane is not None
         return self._lane_fits
 
+    def _lane_lags(self, window: int) -> bool:
+        """Whether the overlapped lane may keep inputs between calls (the
+        stages downstream lagging behind) when ``map`` keeps at most
+        ``window`` inputs in flight: a window of at least one new input
+        plus an input per later stage."""
+        return window >= len(self._plans)
+
+    def _lane_batch(self, window: int, overlapped: bool) -> int:
+        """Inputs per call of the lane with at most ``window`` in flight."""
+        lane = self._lane
+        assert lane is not None
+        if not overlapped:
+            return min(window, lane.slots)
+        if self._lane_lags(window):
+            return min(window - len(self._plans) + 1, lane.window)
+        return min(window, lane.slots)
+
     def _run_lane(
-        self, batch: list[Mapping[str, NDArray | np.ndarray]], overlapped: bool
+        self, batch: list[Mapping[str, NDArray | np.ndarray]], overlapped: bool, window: int
     ) -> Iterator[list[NDArray]]:
         """Run ``batch`` through the lane, ``overlapped`` or back to back,
         and empty it; yield each input's outputs, then raise the error of
-        the input that failed, if one did."""
+        the input that failed, if one did.  ``window``: ``map``'s bound on
+        inputs in flight."""
         if not batch:
             return
         assert self._lane is not None  # inputs join a batch only once it exists
@@ -1350,8 +1456,8 @@ class PipelineExecutor(PipelineInputs):
             # Each stage's kernels get its share, as in the stage threads
             # (nested regions: one thread each unless libgomp nests).
             with _kernel_threads(self.kernel_threads):
-                results, error = self._lane.run(
-                    batch, first, overlapped=True, cores=self._workers.cores
+                results, error = self._lane.overlap(
+                    batch, first, self._workers.cores, lag=self._lane_lags(window)
                 )
             self.overlapped_lane_runs += len(results) + (error is not None)
         else:
@@ -1360,6 +1466,20 @@ class PipelineExecutor(PipelineInputs):
             self.inline_runs += len(results) + (error is not None)
         self.lane_windows += 1
         batch.clear()
+        yield from results
+        if error is not None:
+            raise error
+
+    def _drain_lane(self) -> Iterator[list[NDArray]]:
+        """Finish the inputs still overlapped on the lane (the stages
+        downstream lag behind); yield their outputs, then raise the error
+        of the input that failed, if one did."""
+        if self._lane is None or not self._lane.streaming:
+            return
+        with _kernel_threads(self.kernel_threads):
+            results, error = self._lane.drain(self._workers.cores)
+        self.overlapped_lane_runs += len(results) + (error is not None)
+        self.lane_windows += 1
         yield from results
         if error is not None:
             raise error
@@ -1531,6 +1651,8 @@ class PipelineExecutor(PipelineInputs):
         as ``lane`` says (None: unless ``inline=False``), where the
         stages fit a lane and the C library has what it needs."""
         wanted = self._inline is None if self._lane_wanted is None else self._lane_wanted
+        if self._lane is not None and not self._lane.overlaps:
+            return False
         return wanted and self._lane_fits and overlapped_available()
 
     def _runs_inline(self) -> bool:

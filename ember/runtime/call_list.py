@@ -27,18 +27,23 @@ that the caller keeps alive; the list holds the frames.
 Runs that report errors through Python (extern functions) have no
 :class:`NativeRun` and cannot join a list.
 
-Overlapped (:meth:`CallList.run_overlapped`): the same calls, stage ``s``
-of every slot on a thread of its own, so that stage 1 runs slot *n* while
-stage 0 runs slot *n + 1*.  One ``GOMP_parallel`` region with as many
-threads as stages (libgomp's team: the caller's thread is thread 0, the
-others come from libgomp's pool, which wakes them in microseconds); thread
-``t`` runs stages ``t``, ``t + T``, … (all of them on a team of one: the
-serial stand-in, or libgomp short of threads), each stage's calls for
-slots 0, 1, … in order.  Before slot *i* stage ``s`` waits until stage
-``s - 1`` has finished it: a per-stage count of finished slots, stored
-with release and polled with acquire ordering (:data:`SPIN_POLLS` polls,
-then ``sched_yield`` between polls), so the hand-off is a store and a
-load, no thread switch through Python.  Kernels' parallel loops called
+Overlapped (:meth:`CallList.run_overlapped`): the same calls as a ring
+that a stream of inputs goes round (input *i* in slot *i* mod the slots),
+stage ``s`` on a thread of its own, so that stage 1 runs input *n* while
+stage 0 runs input *n + 1*.  One ``GOMP_parallel`` region per call, with
+as many threads as stages (libgomp's team: the caller's thread is thread
+0, the others come from libgomp's pool, which wakes them in
+microseconds); thread ``t`` runs stages ``t``, ``t + T``, … (all of them
+on a team of one: the serial stand-in, or libgomp short of threads), each
+stage its inputs in order, from where it stopped to the end the call
+gives it.  Before input *i* stage ``s`` waits until stage ``s - 1`` has
+finished it: a per-stage count of finished inputs, stored with release
+and polled with acquire ordering (:data:`SPIN_POLLS` polls, then
+``sched_yield`` between polls), so the hand-off is a store and a load, no
+thread switch through Python.  The counts persist from call to call, so a
+caller that ends each stage one input short of its upstream starts the
+next call with work ready for every stage: the pipeline fills once per
+stream, not once per call.  Kernels' parallel loops called
 there are *nested* regions: libgomp runs them on the calling stage thread
 alone unless ``OMP_MAX_ACTIVE_LEVELS`` (or ``OMP_NESTED``) allows nesting,
 and then on the ``ember_num_threads`` the caller set (the executor sets
@@ -46,9 +51,9 @@ each stage's share).  A failed ``bounds_check`` kernel is told apart by
 thread: the reporter stores the failing thread's id in the flag
 (:func:`ember.runtime.jit.bounds_flag_address`), a stage that sees its
 own id there — or an id of no stage thread, or several failures — stops
-at that slot and lowers the window's *limit* to it: no stage starts a
-slot at or past the limit (later inputs never run on a failed input's
-values), while the stages downstream still finish the slots before it,
+at that input and lowers the stream's *limit* to it: no stage starts an
+input at or past the limit (later inputs never run on a failed input's
+values), while the stages downstream still finish the inputs before it,
 so every input before the failed one completes.  Stages may be pinned to
 cores (``sched_setaffinity`` on the stage's thread, its previous mask
 restored before the region ends).
@@ -82,10 +87,14 @@ WORKER_SYMBOL = "ember_overlapped_stage_worker"
 """``void (ptr arguments)``, the body of :meth:`CallList.run_overlapped`'s
 ``GOMP_parallel`` region: ``arguments`` is nine i64 — the calls, how many
 slots, the stages, the per-stage nanosecond totals, the bounds flag's
-address, the address of the per-stage state (finished slots, failed slot,
-and per team thread its id: three i64 per stage), the limit (the first
-slot no stage may start), the team's size (written by the worker), the
-address of one 128-byte CPU mask per stage or 0 (not pinned)."""
+address, the address of the per-stage state (four i64 per stage: inputs
+finished, the input to end before, the input it failed on, and per team
+thread its id), the limit (the first input no stage may start), the
+team's size (written by the worker), the address of one 128-byte CPU
+mask per stage or 0 (not pinned)."""
+
+STREAM_END = 1 << 62
+"""The limit while no input failed: past any input."""
 
 SPIN_POLLS = 2000
 """Polls of the upstream stage's count before a waiting stage yields its
@@ -179,37 +188,66 @@ class CallList:
         done = -ran - 1 if failed else ran
         return done, failed, [ns * 1e-9 for ns in self._nanoseconds.tolist()]
 
+    def start_stream(self) -> None:
+        """Begin a stream of overlapped inputs (:meth:`run_overlapped`):
+        the next is input 0, which no stage has run."""
+        self._overlapped_arguments(None)
+        stages = self._stages
+        self._state[:] = 0
+        self._state[2 * stages : 3 * stages] = -1  # no stage failed
+        self._overlapped[6] = STREAM_END  # the limit: none failed yet
+
+    def stream_done(self) -> list[int]:
+        """How many of the stream's inputs each stage has finished."""
+        self._overlapped_arguments(None)
+        return self._state[: self._stages].tolist()
+
     def run_overlapped(
-        self, slots: int, cores: Sequence[int | None] | None = None
-    ) -> tuple[int, bool, list[float]]:
-        """Run the first ``slots`` slots with each stage on a thread of its
-        own, overlapped (see the module docstring); ``cores``: the core each
+        self, ends: Sequence[int], cores: Sequence[int | None] | None = None
+    ) -> tuple[list[int], tuple[int, int] | None, list[float]]:
+        """Run each stage ``s`` of the stream (:meth:`start_stream`) from the
+        input it stopped at up to input ``ends[s]`` (excluded), stage ``s``
+        on a thread of its own, overlapped (see the module docstring); the
+        stream's input ``i`` lives in slot ``i % slots``, whose values the
+        caller writes before and reads after.  ``cores``: the core each
         stage's thread is pinned to while it runs (None: not pinned).
 
-        Returns what :meth:`run` returns for the same calls: how many calls
-        completed as if back to back — all of them, or when a
-        ``bounds_check`` kernel failed, those before the failed call (slot
-        ``done // stages``, stage ``done % stages``; every slot before it
-        completed, no slot after it ran past the stages upstream of the
-        failure) — whether one failed, and the seconds each stage's calls
-        took together, on its thread.  :attr:`team` says how many threads
-        ran them."""
-        stages = self._stages
-        if not 0 <= slots <= len(self._runs) // stages:
-            raise RuntimeFailure(
-                f"a call list of {len(self._runs) // stages} slots cannot run {slots}"
-            )
+        Ends may differ: a stage downstream that stops inputs short of its
+        upstream (``ends[s] = ends[0] - s``) starts the next call on inputs
+        already there, so successive calls keep every stage busy instead of
+        filling and draining the pipeline each time.  A stage cannot end
+        past its upstream, nor stage 0 run more than ``slots`` inputs ahead
+        of the last stage (their slots would be reused too early).
+
+        Returns how many inputs each stage has finished, the input and stage
+        where a ``bounds_check`` kernel failed (or None: then every stage
+        reached its end; else no stage starts that input or a later one,
+        the stages downstream finish the ones before it, and the stream
+        stays stopped there), and the seconds each stage's calls took
+        together, on its thread.  :attr:`team` says how many threads ran."""
+        stages, slots = self._stages, len(self._runs) // self._stages
         if not overlapped_available():
             raise RuntimeFailure(
                 "this C library lacks what the overlapped call list needs "
                 f"({', '.join(_LIBC_SYMBOLS)})"
             )
         arguments = self._overlapped_arguments(cores)
-        arguments[1] = slots
-        arguments[6] = slots  # the limit: none failed yet
         state = self._state
-        state[:stages] = 0  # finished slots per stage
-        state[stages:] = -1  # failed slot per stage; thread ids
+        done = state[:stages].tolist()
+        ends = [int(end) for end in ends]
+        if (
+            len(ends) != stages
+            or any(end < finished for end, finished in zip(ends, done))
+            or any(ends[k + 1] > ends[k] for k in range(stages - 1))
+            or ends[0] - done[-1] > slots
+        ):
+            raise RuntimeFailure(
+                f"a call list of {slots} slots of {stages} stages, its stages at "
+                f"inputs {done}, cannot run them to {ends}: a stage may not go back "
+                "nor past its upstream, nor stage 0 more than the slots past the last"
+            )
+        state[stages : 2 * stages] = ends
+        self._nanoseconds[:] = 0  # each stage adds its calls' time on its thread
         parallel, worker = _overlapped_worker()
         locks = self._locks
         for lock in locks:
@@ -221,25 +259,29 @@ class CallList:
                 lock.release()
         self.team = int(arguments[7])
         limit = int(arguments[6])
-        done, failed = slots * stages, limit < slots
-        if failed:  # the stage that failed there is the only one that ran it last
-            done = limit * stages + state[stages : 2 * stages].tolist().index(limit)
-        return done, failed, [ns * 1e-9 for ns in self._nanoseconds.tolist()]
+        failure = None
+        if limit != STREAM_END:  # the stage that failed there is the only one that ran it last
+            failure = (limit, state[2 * stages : 3 * stages].tolist().index(limit))
+        seconds = [ns * 1e-9 for ns in self._nanoseconds.tolist()]
+        return state[:stages].tolist(), failure, seconds
 
     def _overlapped_arguments(self, cores: Sequence[int | None] | None) -> np.ndarray:
         stages = self._stages
         if self._overlapped is None:
-            self._state = np.zeros(3 * stages, np.int64)
+            # Per stage: inputs finished, where to end, the input it failed
+            # on, and per team thread its id.
+            self._state = np.zeros(4 * stages, np.int64)
+            self._state[2 * stages : 3 * stages] = -1
             self._masks = np.zeros((stages, CPU_MASK_WORDS), np.uint64)
             self._overlapped = np.array(
                 [
                     self._arguments[0],
-                    0,  # slots: set by run_overlapped
+                    len(self._runs) // stages,  # slots
                     stages,
                     self._arguments[3],
                     self._arguments[4],
                     self._state.ctypes.data,
-                    0,  # the limit
+                    STREAM_END,  # the limit
                     0,  # the team's size
                     0,  # the CPU masks, or 0
                 ],
@@ -400,7 +442,7 @@ def _overlapped_worker() -> tuple[Any, int]:
         return b.gep(arguments, [constant(index)])
 
     calls = b.inttoptr(b.load(cell(0)), pointer.as_pointer())
-    slots, stages = b.load(cell(1)), b.load(cell(2))
+    ring, stages = b.load(cell(1)), b.load(cell(2))
     totals = b.inttoptr(b.load(cell(3)), i64.as_pointer())
     flag_cell = b.inttoptr(b.load(cell(4)), i32.as_pointer())
     state = b.inttoptr(b.load(cell(5)), i64.as_pointer())
@@ -415,7 +457,7 @@ def _overlapped_worker() -> tuple[Any, int]:
     team = b.sext(b.call(team_size, []), i64)
     b.store_atomic(team, cell(7), "monotonic", 8)  # every thread stores the same
     tid = b.sext(b.call(gettid, []), i64)
-    tids = b.gep(state, [b.mul(stages, constant(2))])
+    tids = b.gep(state, [b.mul(stages, constant(3))])
     b.store_atomic(tid, b.gep(tids, [thread]), "release", 8)
 
     def load_acquire(address: ir.Value) -> ir.Value:
@@ -450,17 +492,19 @@ def _overlapped_worker() -> tuple[Any, int]:
         b.call(set_affinity, [constant(0, i32), mask_bytes, b.inttoptr(mask, pointer)])
     upstream = b.gep(state, [b.sub(stage, constant(1))])
     has_upstream = b.icmp_signed(">", stage, constant(0))
+    first = b.load(b.gep(state, [stage]))  # this stage's own count
+    last = b.load(b.gep(state, [b.add(stages, stage)]))
     body_end = b.block
     b.branch(slot_head)
 
-    # slot: i = 0 .. slots - 1, while i < limit
+    # slot: input i = first .. last - 1, in slot i % ring, while i < limit
     b.position_at_end(slot_head)
-    index = b.phi(i64, name="slot")
-    index.add_incoming(constant(0), body_end)
-    more = b.icmp_signed("<", index, slots)
+    index = b.phi(i64, name="input")
+    index.add_incoming(first, body_end)
+    more = b.icmp_signed("<", index, last)
     b.cbranch(more, wait, stage_done)
 
-    # wait: until stage - 1 finished slot i (or the limit fell to i)
+    # wait: until stage - 1 finished input i (or the limit fell to i)
     b.position_at_end(wait)
     polls = b.phi(i64, name="polls")
     polls.add_incoming(constant(0), slot_head)
@@ -477,7 +521,7 @@ def _overlapped_worker() -> tuple[Any, int]:
 
     # ready: call (slot i, stage) between two clock readings
     b.position_at_end(ready)
-    position = b.add(b.mul(index, stages), stage)
+    position = b.add(b.mul(b.urem(index, ring), stages), stage)
     entry = b.load(b.gep(calls, [b.mul(position, constant(2))]))
     frame = b.load(b.gep(calls, [b.add(b.mul(position, constant(2)), constant(1))]))
     b.call(clock_gettime, [monotonic, before])
@@ -509,7 +553,7 @@ def _overlapped_worker() -> tuple[Any, int]:
 
     # mine: this slot failed in this stage; no stage starts it or a later one
     b.position_at_end(mine)
-    b.store_atomic(index, b.gep(state, [b.add(stages, stage)]), "release", 8)
+    b.store_atomic(index, b.gep(state, [b.add(b.mul(stages, constant(2)), stage)]), "release", 8)
     b.atomic_rmw("min", limit_cell, index, "acq_rel")
     b.branch(stage_done)
 
