@@ -252,14 +252,17 @@ def test_the_overlapped_lane_keeps_order_over_many_windows(three_stages, window)
 
 def test_the_overlapped_lane_pins_stages_and_gives_the_caller_its_cores_back(three_stages):
     """``pin_cores=True``: each stage thread runs on its core while the
-    window runs; the caller's thread (stage 0's) has its own mask again after."""
+    window runs; the caller's thread (stage 0's) has its own mask again
+    after, and kernels the thread count they had."""
     module, lib = three_stages
-    before = os.sched_getaffinity(0)
+    before, kernel_threads = os.sched_getaffinity(0), threads.num_threads()
     inputs = _inputs(50)
     with PipelineModule(lib, inline=False, lane=True, pin_cores=True) as pipe:
         assert pipe.pinned_cores == [min(before)] * 3  # all three on cpu:0
         outputs = [out[0].numpy() for out in pipe.map(inputs)]
         assert pipe.overlapped_lane_runs == len(inputs)
+        # The stages' share (one kernel thread each, pinned) only while it ran.
+        assert threads.num_threads() == kernel_threads
     assert os.sched_getaffinity(0) == before
     for data, got in zip(inputs, outputs):
         np.testing.assert_allclose(got, ember.interpret(module, "main", data)[0], rtol=1e-6)
