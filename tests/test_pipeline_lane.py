@@ -379,6 +379,8 @@ def test_a_call_list_runs_a_stream_overlapped_in_order():
     done, failure, _ = calls.run_overlapped([4, 4])
     assert done == [4, 4] and failure is None and calls.stream_done() == [4, 4]
     np.testing.assert_array_equal([z.numpy()[0] for z in zs], [4.0, 8.0, 12.0, 16.0])
+    # A call with nothing left to run took no time: each call's own totals.
+    assert calls.run_overlapped([4, 4]) == ([4, 4], None, [0.0, 0.0])
 
 
 def test_auto_switches_between_the_lanes_plans_in_order(three_stages, monkeypatch):
