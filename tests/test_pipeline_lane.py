@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -397,3 +398,24 @@ def test_auto_switches_between_the_lanes_plans_in_order(three_stages, monkeypatc
         assert pipe.overlapped_lane_runs + pipe.inline_runs == len(inputs)
     for data, got in zip(inputs, outputs, strict=True):
         np.testing.assert_allclose(got, ember.interpret(module, "main", data)[0], rtol=1e-6)
+
+
+def test_the_bounds_flag_names_the_thread_that_failed():
+    """Stages running at once tell their own failure from another's by the
+    flag: the failing thread's id, or SEVERAL_THREADS_FAILED once a second
+    thread fails too; the first failure's message is the one raised, and
+    raising clears the flag."""
+    from ember.runtime import jit
+
+    assert jit.bounds_flag() == 0
+    jit._report_out_of_bounds(b"index %i", 9, 8)
+    assert jit.bounds_flag() == threading.get_native_id()
+    jit._report_out_of_bounds(b"index %j", 10, 8)  # the same thread again
+    assert jit.bounds_flag() == threading.get_native_id()
+    other = threading.Thread(target=jit._report_out_of_bounds, args=(b"index %k", 1, 0))
+    other.start()
+    other.join()
+    assert jit.bounds_flag() == jit.SEVERAL_THREADS_FAILED
+    with pytest.raises(RuntimeFailure, match="index %i is 9, out of bounds for size 8"):
+        jit.raise_bounds_error("running @main on cpu")
+    assert jit.bounds_flag() == 0
