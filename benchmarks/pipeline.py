@@ -17,14 +17,16 @@ builds, for ``llvm``:
   docs/pipeline.md, "Balancing the stages on measured times"), stage 0 on
   ``cpu:0`` and stage 1 on ``cpu:1`` when the process may use two cores, run by a ``PipelineModule`` with ``map``:
   *pipelined (threads)* forces every input through the stage threads
-  (``inline=False``); *pipelined (auto)* lets the executor choose its plan
-  from the stage times it measures (``inline=None``, the default:
-  overlapped through the threads, or back to back in the caller's thread
+  (``inline=False``); *pipelined (overlapped lane)* forces every input
+  overlapped on ``map``'s lane (``inline=False, lane=True``: a window of
+  inputs per native call, each stage on a libgomp thread of its own, the
+  hand-off a flag between them); *pipelined (auto)* lets the executor
+  choose its plan from the times it measures (``inline=None``, the
+  default: overlapped on the lane, or back to back in the caller's thread
   with the kernels on every core) and says which plan it chose, the two
-  measured times per input, how many inputs ran back to back, and in how
-  many native calls of ``map``'s lane (a window of inputs through both
-  stage modules per call; the stages do not overlap there) — a back-to-back
-  win is the fallback's, not the pipeline's;
+  measured times per input, how many inputs ran overlapped on the lane
+  and back to back, and in how many native calls of the lane — a
+  back-to-back win is the fallback's, not the pipeline's;
 * *ray*: the same split through ``RayPipelineExecutor``, each stage an
   actor of a local one-node Ray started here (127.0.0.1 only), when ``ray``
   is installed (``ember[distributed]``), else the line says why not.
@@ -194,6 +196,7 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
         f"stages on {', '.join(devices)}"
     )
     threaded = PipelineModule(lib, inline=False)
+    lane = PipelineModule(lib, inline=False, lane=True)
     auto = PipelineModule(lib)
     repeat = max(5, min(200, count))
     with every_core():
@@ -224,15 +227,22 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
         Mode("sequential", sequential, whole_seconds),
         Mode("pipelined (threads)", piped(threaded), max(stage_seconds)),
         Mode(
+            "pipelined (overlapped lane)",
+            piped(lane),
+            max(stage_seconds),
+            lambda: f"{lane.lane_threads} threads, one per stage",
+        ),
+        Mode(
             "pipelined (auto)",
             piped(auto),
             max(stage_seconds),
             lambda: (
                 f"plan: {auto.plan} (measured per input: overlapped "
                 f"{auto.plan_seconds[0] * 1e6:.1f} us, back to back "
-                f"{auto.plan_seconds[1] * 1e6:.1f} us); {auto.inline_runs} of {auto_inputs} "
-                f"inputs back to back in the caller's thread, {auto.lane_windows} native "
-                "calls of map's lane"
+                f"{auto.plan_seconds[1] * 1e6:.1f} us); of {auto_inputs} inputs "
+                f"{auto.overlapped_lane_runs} overlapped on map's lane, {auto.inline_runs} "
+                f"back to back in the caller's thread; {auto.lane_windows} native calls "
+                "of the lane"
             ),
         ),
     ]
@@ -264,7 +274,7 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
                 mode.rates.append(count / took)
                 mode.cpu_seconds.append(cpu / count)
     finally:
-        for pipe in (threaded, auto, ray):
+        for pipe in (threaded, lane, auto, ray):
             if pipe is not None:
                 pipe.close()
     baseline = statistics.median(modes[0].rates or [1.0])

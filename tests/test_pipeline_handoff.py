@@ -164,23 +164,25 @@ def test_errors_name_the_stage_and_give_their_buffers_back(externs, inline):
 def test_the_fast_path_follows_the_stage_times(three_stages, monkeypatch):
     """``inline=None``: inputs run in the caller's thread while the timed
     stages together stay under INLINE_SECONDS; else, once each plan is
-    timed, the faster one (here forced through HANDOFF_SECONDS)."""
+    timed, the faster one (here forced through HANDOFF_SECONDS).  Through
+    the stage threads (``lane=False``): the lane's plan is timed in
+    tests/test_pipeline_lane.py."""
     _, lib = three_stages
     inputs = _inputs(30)
     monkeypatch.setattr(executor_module, "INLINE_SECONDS", math.inf)
-    with PipelineModule(lib) as pipe:
+    with PipelineModule(lib, lane=False) as pipe:
         first = [out[0].numpy() for out in pipe.map(inputs)]
         # The first input runs through the threads: no stage was timed yet.
         assert 0 < pipe.inline_runs < len(inputs)
     monkeypatch.setattr(executor_module, "INLINE_SECONDS", 0.0)
     monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", -math.inf)
-    with PipelineModule(lib) as pipe:
+    with PipelineModule(lib, lane=False) as pipe:
         again = [out[0].numpy() for out in pipe.map(inputs)]
         # PROBE_INPUTS inputs timed the back-to-back plan; the rest overlapped.
         assert pipe.inline_runs == executor_module.PROBE_INPUTS
         assert pipe.plan == "overlapped"
     monkeypatch.setattr(executor_module, "HANDOFF_SECONDS", math.inf)
-    with PipelineModule(lib) as pipe:
+    with PipelineModule(lib, lane=False) as pipe:
         third = [out[0].numpy() for out in pipe.map(inputs)]
         # The inputs in flight before the first finished went through the threads.
         assert 0 < pipe.inline_runs < len(inputs) and pipe.plan == "back to back"
@@ -210,9 +212,11 @@ def test_auto_picks_the_faster_plan_from_measured_stage_times(
     tiny_pipe, stage_seconds, inline_seconds, plan
 ):
     """The plan ``inline=None`` chooses, from fake stage times of a
-    two-stage pipeline: nothing runs, so nothing measured overrides them."""
+    two-stage pipeline: nothing runs, so nothing measured overrides them.
+    The stage threads' plan (``lane=False``: the lane's own overlapped
+    time decides where map overlaps on it)."""
     lib = tiny_pipe[2]
-    with PipelineModule(lib) as pipe:
+    with PipelineModule(lib, lane=False) as pipe:
         for stage, seconds, inline in zip(pipe._plans, stage_seconds, inline_seconds, strict=True):
             stage.seconds, stage.inline_seconds = seconds, inline
             stage.inline_samples = 0 if math.isnan(inline) else executor_module.PROBE_INPUTS
@@ -240,7 +244,7 @@ def test_auto_times_the_plan_it_did_not_choose_again(
     """After RETIME_SECONDS on a chosen plan, the other plan's times are
     forgotten, so that it is measured again (the load may have changed)."""
     monkeypatch.setattr(executor_module, "RETIME_SECONDS", 0.0)
-    with PipelineModule(tiny_pipe[2]) as pipe:
+    with PipelineModule(tiny_pipe[2], lane=False) as pipe:
         for stage, seconds, inline in zip(pipe._plans, stage_seconds, (0.0110, 0.0118)):
             stage.seconds, stage.inline_seconds = seconds, inline
             stage.inline_samples = executor_module.PROBE_INPUTS
@@ -249,7 +253,7 @@ def test_auto_times_the_plan_it_did_not_choose_again(
         forgotten = 1 if chosen == "overlapped" else 0
         assert math.isnan(pipe.plan_seconds[forgotten])
     monkeypatch.setattr(executor_module, "RETIME_SECONDS", math.inf)
-    with PipelineModule(tiny_pipe[2]) as pipe:
+    with PipelineModule(tiny_pipe[2], lane=False) as pipe:
         for stage, seconds, inline in zip(pipe._plans, stage_seconds, (0.0110, 0.0118)):
             stage.seconds, stage.inline_seconds = seconds, inline
             stage.inline_samples = executor_module.PROBE_INPUTS
@@ -461,7 +465,7 @@ def test_inline_must_be_a_bool_or_none(three_stages):
 def test_benchmark_says_which_path_ran(three_stages, monkeypatch):
     _, lib = three_stages
     monkeypatch.setattr(executor_module, "INLINE_SECONDS", math.inf)
-    with PipelineModule(lib) as pipe:
+    with PipelineModule(lib, lane=False) as pipe:  # the stage threads' plan
         pipe.set_input("x", np.ones(4, np.float32))
         result = pipe.benchmark(20, warmup=1)  # the warm-up input times the stages
         assert result.inline == 20
@@ -470,3 +474,8 @@ def test_benchmark_says_which_path_ran(three_stages, monkeypatch):
         pipe.set_input("x", np.ones(4, np.float32))
         result = pipe.benchmark(20)
         assert result.inline == 0 and "inline" not in str(result)
+    with PipelineModule(lib, inline=False, lane=True) as pipe:
+        pipe.set_input("x", np.ones(4, np.float32))
+        result = pipe.benchmark(20)
+        assert result.inline == 0 and result.overlapped_lane == 20
+        assert "20 overlapped on map's lane" in str(result)

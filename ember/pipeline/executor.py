@@ -34,8 +34,13 @@ kernels on every core — for stages too small to gain from threads
 measured faster than the slowest overlapped stage plus the hand-off
 (:data:`HANDOFF_SECONDS`); ``inline=False`` always uses the threads,
 ``inline=True`` never; ``inline_runs`` counts inputs run back to back.
-``map`` takes such inputs a window at a time through every stage with one
-native call (its lane, ``_Lane``: see docs/pipeline.md).
+``map`` takes its inputs a window at a time through every stage with one
+native call (its lane, ``_Lane``: see docs/pipeline.md): back to back, or
+for the overlapped plan with each stage on a libgomp thread of its own,
+stage *s* waiting on a flag for stage *s - 1* to finish each input
+(:meth:`~ember.runtime.call_list.CallList.run_overlapped`) — the hand-off
+a store and a load rather than a Python thread switch.  ``lane=`` chooses
+whether ``map`` may use it.
 
 Memory is bounded: at most ``max_in_flight`` inputs may be submitted and
 not yet read.  A ``run()`` beyond that raises :class:`PipelineFull` at once
@@ -119,8 +124,8 @@ from ember.pipeline.inputs import PipelineInputs
 from ember.runtime.device import Device, cpu
 from ember.runtime.graph_executor import BenchmarkResult
 from ember.runtime.random_inputs import random_input
-from ember.runtime.call_list import CallList
-from ember.runtime.jit import raise_bounds_error
+from ember.runtime.call_list import CallList, overlapped_available
+from ember.runtime.jit import SEVERAL_THREADS_FAILED, bounds_flag, raise_bounds_error
 from ember.runtime.ndarray import NDArray, empty, host_rows
 
 __all__ = [
@@ -435,8 +440,7 @@ class _StagePlan:
         """Keep the lower envelope of the stage's times (``here``: back to
         back in the caller's thread, else in its worker): a drop is taken at
         once, a rise (or a run preempted on a busy machine) only bit by bit."""
-        seconds = self.inline_seconds if here else self.seconds
-        seconds = took if not seconds <= took else seconds + (took - seconds) / 32
+        seconds = _envelope(self.inline_seconds if here else self.seconds, took)
         if here:
             self.inline_seconds = seconds
             self.inline_samples += 1
@@ -448,6 +452,13 @@ class _StagePlan:
         if value.device.kind == self.memory.kind:
             return value
         return value.copyto(self.memory)
+
+
+def _envelope(seconds: float, took: float) -> float:
+    """A lower envelope of times, ``seconds`` so far (NaN: none) and a new
+    ``took``: a drop is taken at once, a rise (or a run preempted on a busy
+    machine) only bit by bit."""
+    return took if not seconds <= took else seconds + (took - seconds) / 32
 
 
 def _plans(lib: PipelineLibrary) -> list[_StagePlan]:
@@ -531,6 +542,24 @@ class _Lane:
             if (-1, spec.name) in rows
         ]
         self.outputs = [rows[_key(source)][0] for source in lib.outputs]
+        self.seconds = math.nan
+        """The window's time per input overlapped (:meth:`run` with
+        ``overlapped``), hand-off included, NaN until it ran so: the lower
+        envelope, as :meth:`_StagePlan.record` keeps a stage's."""
+        self.samples = 0
+        """Overlapped windows timed in :attr:`seconds`."""
+        self.team = 0
+        """Threads the last overlapped call ran on (0 before one)."""
+        self.base = 0
+        """The executor's number of the stream's input 0 (:meth:`overlap`)."""
+        self.taken = 0
+        """Inputs the stream took so far."""
+        self.read = 0
+        """Inputs of the stream whose outputs were handed out."""
+
+    def record(self, took: float) -> None:
+        self.seconds = _envelope(self.seconds, took)
+        self.samples += 1
 
     @classmethod
     def create(
@@ -571,36 +600,141 @@ class _Lane:
     def run(
         self, window: Sequence[Mapping[str, NDArray | np.ndarray]], first: int
     ) -> tuple[list[list[NDArray]], StageError | None]:
-        """Run ``window`` (at most ``slots`` inputs, numbered from ``first``):
-        the outputs of each input that completed, in order, and the error
-        of the one that failed, if any (the inputs after it do not run)."""
+        """Run ``window`` (at most ``slots`` inputs, numbered from ``first``)
+        back to back: the outputs of each input that completed, in order,
+        and the error of the one that failed, if any (the inputs after it
+        do not run)."""
         count = len(window)
         for name, rows in self.inputs:
             rows[:count] = [staged[name] for staged in window]  # one copy in numpy's C
         stages = len(self.plans)
-        done, seconds = self.calls.run(count * stages)
+        done, failed, seconds = self.calls.run(count * stages)
         complete = done // stages
         error = None
-        if done < count * stages:  # the last call that ran failed
-            failed = done - 1
-            plan = self.plans[failed % stages]
-            what = f"running @{plan.stage.module.entry_name} on cpu"
-            try:
-                raise_bounds_error(what)
-                cause = RuntimeFailure(f"{what}: a kernel failed (another thread took its report)")
-            except RuntimeFailure as e:
-                cause = e
-            error = StageError(plan.stage, first + failed // stages, cause)
-            complete = failed // stages
+        if failed:  # call `done` failed
+            error = self._error(done % stages, first + complete)
         else:
             for plan, total in zip(self.plans, seconds):
                 plan.record(total / count, here=True)
+        return self._outputs(range(complete)), error
+
+    # -- overlapped: a stream of inputs round the ring ------------------------
+
+    @property
+    def window(self) -> int:
+        """Inputs an overlapped call takes: the slots, less one per stage
+        after the first (the inputs the stages downstream lag behind)."""
+        return self.slots - len(self.plans) + 1
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether :meth:`overlap` can run here: room for a window, and
+        what the native threads need
+        (:func:`~ember.runtime.call_list.overlapped_available`)."""
+        return self.window >= 1 and overlapped_available()
+
+    @property
+    def streaming(self) -> bool:
+        """Whether inputs :meth:`overlap` took are still on the lane."""
+        return self.taken > self.read
+
+    def overlap(
+        self,
+        window: Sequence[Mapping[str, NDArray | np.ndarray]],
+        first: int,
+        cores: Sequence[int | None] | None,
+        lag: bool = True,
+    ) -> tuple[list[list[NDArray]], StageError | None]:
+        """Take ``window`` (at most :attr:`window` inputs, numbered from
+        ``first``, right after the ones taken before) into the stream and
+        run one overlapped call, each stage on a thread of its own (pinned
+        to ``cores``): with ``lag``, stage ``s`` runs up to ``s`` inputs
+        short of the newest, so that the next call finds work ready for
+        every stage (those inputs stay on the lane meanwhile); without, the
+        call finishes them all (at most :attr:`slots` then).
+        Returns the outputs of the inputs the last stage finished, in
+        order (those of earlier windows first), and the error of the one
+        that failed, if any (then the stream ends there: the inputs after
+        it are dropped); :meth:`drain` finishes the rest."""
+        if not self.streaming:
+            self.calls.start_stream()
+            self.base, self.taken, self.read = first, 0, 0
+        count = len(window)
+        slots = np.arange(self.taken, self.taken + count) % self.slots
+        for name, rows in self.inputs:
+            rows[slots] = [staged[name] for staged in window]  # one copy in numpy's C
+        self.taken += count
+        return self._overlapped_call(count, cores, lag)
+
+    def drain(
+        self, cores: Sequence[int | None] | None
+    ) -> tuple[list[list[NDArray]], StageError | None]:
+        """Finish every input the stream took (see :meth:`overlap`)."""
+        return self._overlapped_call(0, cores, lag=False)
+
+    def abandon(self) -> None:
+        """Drop the inputs still on the lane (``map`` left early)."""
+        self.taken = self.read = 0
+
+    def _overlapped_call(
+        self, count: int, cores: Sequence[int | None] | None, lag: bool
+    ) -> tuple[list[list[NDArray]], StageError | None]:
+        stages = len(self.plans)
+        before = self.calls.stream_done()
+        newest = self.taken
+        ends = [max(newest - (s if lag else 0), finished) for s, finished in enumerate(before)]
+        start = time.perf_counter()
+        done, failure, seconds = self.calls.run_overlapped(ends, cores)
+        took = time.perf_counter() - start
+        self.team = self.calls.team
+        error = None
+        if failure is not None:
+            index, stage = failure
+            error = self._error(stage, self.base + index, overlapped=True)
+            # The stages downstream finish the inputs before it (none
+            # starts it or a later one: the stream stopped there).
+            done, _, _ = self.calls.run_overlapped([newest] * stages, cores)
+            complete = index
+        else:
+            for plan, total, end, begin in zip(self.plans, seconds, done, before):
+                if end > begin:
+                    plan.record(total / (end - begin))
+            if count:  # a drain's time is no window's
+                self.record(took / count)
+            complete = done[-1]
+        outputs = self._outputs(np.arange(self.read, complete) % self.slots)
+        self.read = complete
+        if error is not None:
+            self.abandon()
+        return outputs, error
+
+    def _error(self, stage: int, index: int, overlapped: bool = False) -> StageError:
+        """The :class:`StageError` of input ``index``, failed in ``stage``;
+        the bounds error it reported is taken (and cleared)."""
+        plan = self.plans[stage]
+        what = f"running @{plan.stage.module.entry_name} on cpu"
+        several = overlapped and bounds_flag() == SEVERAL_THREADS_FAILED
+        try:
+            raise_bounds_error(what)
+            cause = RuntimeFailure(f"{what}: a kernel failed (another thread took its report)")
+        except RuntimeFailure as e:
+            cause = e
+        if several:
+            cause = RuntimeFailure(
+                f"{cause} (kernels of several stages failed at once, this "
+                "message is the first one's; the earliest input that may "
+                "have failed is named)"
+            )
+        return StageError(plan.stage, index, cause)
+
+    def _outputs(self, slots: Sequence[int] | np.ndarray) -> list[list[NDArray]]:
+        """The global outputs in ``slots``, copied into new arrays."""
         columns = []
         for rows in self.outputs:
-            fresh, arrays = host_rows(complete, rows.shape[1:], rows.dtype)
-            np.copyto(fresh, rows[:complete])
+            fresh, arrays = host_rows(len(slots), rows.shape[1:], rows.dtype)
+            np.take(rows, np.asarray(slots, np.intp), axis=0, out=fresh)
             columns.append(arrays)
-        return [list(outputs) for outputs in zip(*columns)], error
+        return [list(outputs) for outputs in zip(*columns)]
 
 
 # --------------------------------------------------------------------------
@@ -885,6 +1019,29 @@ def _every_kernel_thread() -> Iterator[None]:
                 threads.set_num_threads(min(_thread_shares))
 
 
+@contextmanager
+def _kernel_threads(share: int) -> Iterator[None]:
+    """Kernels on at most ``share`` threads inside the block (``map``'s
+    overlapped lane: each stage's share of the cores, as its stage thread
+    would have), then the count from before — or the executors' shares,
+    where they changed meanwhile."""
+    from ember.runtime import threads
+
+    with _threads_lock:
+        previous, shared = threads.num_threads(), bool(_thread_shares)
+        threads.set_num_threads(min(share, previous))
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            if _thread_shares:
+                threads.set_num_threads(min(_thread_shares))
+            elif shared and _saved_thread_count is not None:
+                threads.set_num_threads(_saved_thread_count)
+            else:
+                threads.set_num_threads(previous)
+
+
 def _shutdown(workers: _Workers, shared: list[int | None], timeout: float) -> bool:
     """Stop ``workers`` and give back their share of kernel threads; run once."""
     stopped = workers.shutdown(timeout)
@@ -929,6 +1086,9 @@ class ThroughputResult:
     seconds: float
     inline: int = 0
     """Pipelined inputs that ran in the caller's thread (the small-stage fast path)."""
+    overlapped_lane: int = 0
+    """Pipelined inputs that ran overlapped on ``map``'s lane (a native
+    thread per stage) rather than through the stage threads."""
 
     @property
     def per_second(self) -> float:
@@ -944,6 +1104,8 @@ class ThroughputResult:
             if self.inline
             else ""
         )
+        if self.overlapped_lane:
+            path += f"; {self.overlapped_lane} overlapped on map's lane"
         return (
             f"{self.mode}: {self.count} inputs in {self.seconds:.3f} s = "
             f"{self.per_second:.1f} inputs/s ({self.ms_per_input:.3f} ms each{path})"
@@ -958,8 +1120,12 @@ class PipelineExecutor(PipelineInputs):
     ``max_in_flight``: inputs submitted and not yet read before the pipeline
     is full (see ``run``); ``pin_cores``: see the module docstring (None: pin
     when stages use more than one CPU device); ``inline``: run the stages in
-    the caller's thread (True), through the stage threads (False), or the
-    former only while they are too small to pipeline (None).
+    the caller's thread (True), overlapped (False), or the plan measured
+    faster (None); ``lane``: whether ``map`` takes its inputs a window at a
+    time through its lane (one native call per window, back to back or
+    overlapped with a native thread per stage) where the stages allow it:
+    None (the default) for every plan but ``inline=False``'s, which keeps
+    to the stage threads; True for that one too; False never.
     """
 
     def __init__(
@@ -970,6 +1136,7 @@ class PipelineExecutor(PipelineInputs):
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         pin_cores: bool | None = None,
         inline: bool | None = None,
+        lane: bool | None = None,
     ) -> None:
         if not isinstance(library, PipelineLibrary):
             raise PipelineError(
@@ -998,15 +1165,21 @@ class PipelineExecutor(PipelineInputs):
         self._capacity = capacity
         if inline not in (None, True, False):
             raise PipelineError(f"inline must be True, False or None, got {inline!r}")
+        if lane not in (None, True, False):
+            raise PipelineError(f"lane must be True, False or None, got {lane!r}")
         self._inline = inline
+        self._lane_wanted = lane
         self._chosen_at: float | None = None
         """When ``inline=None`` last chose by comparing the plans' times."""
         self.inline_runs = 0
         """Inputs of ``run``/``submit``/``map`` that ran in the caller's thread
         (see ``inline``), not counting ``run(sync=True)``."""
         self.lane_windows = 0
-        """Native calls ``map``'s lane made: each ran a window of the inline
-        inputs through every stage (see ``_Lane``)."""
+        """Native calls ``map``'s lane made: each ran a window of inputs
+        through every stage (see ``_Lane``), back to back or overlapped."""
+        self.overlapped_lane_runs = 0
+        """Inputs ``map``'s lane ran overlapped, each stage on a thread of
+        its own in one native call per window (not in :attr:`inline_runs`)."""
         self._staged: dict[str, NDArray] = {}
         self._next_in = 0  # index of the next input run() submits
         self._reads: deque[int] = deque()  # inputs get_output returns, in order
@@ -1100,6 +1273,12 @@ class PipelineExecutor(PipelineInputs):
         return max(1, min(share, threads.num_threads()))
 
     @property
+    def lane_threads(self) -> int:
+        """Threads the last window overlapped on ``map``'s lane ran on: one
+        per stage (one in all without libgomp); 0 before such a window."""
+        return 0 if self._lane is None else self._lane.team
+
+    @property
     def closed(self) -> bool:
         return self._closed
 
@@ -1186,29 +1365,35 @@ class PipelineExecutor(PipelineInputs):
         pending: deque[int] = deque()
         batch: list[Mapping[str, NDArray | np.ndarray]] = []  # for the lane
         full = lane_window  # a batch's size: at most the lane's slots
+        overlapped = False  # how the batch runs on the lane
         try:
             for one in inputs:
                 staged = self._with_inputs(one, {}, "map()")
                 # Nothing the lane's choice depends on changes while it fills.
                 joins = bool(batch)
-                plan = None if joins or not self._lane_fits else self.plan
-                if plan is not None and plan != OVERLAPPED:
+                usable = self._lane_fits and self._lane_wanted is not False
+                plan = None if joins or not usable else self.plan
+                if plan is not None and (plan != OVERLAPPED or self._overlaps_on_lane()):
                     while pending:  # theirs come first
                         yield self._read_own(pending)
                     joins = self._lane_is_free()
                     if joins:
-                        full = min(lane_window, self._lane.slots)  # type: ignore[union-attr]
+                        overlapped = plan == OVERLAPPED
+                        full = self._lane_batch(lane_window, overlapped)
                         if plan == TIMING_BACK_TO_BACK:
                             full = 1  # one input times it
+                if not (joins and overlapped):
+                    yield from self._drain_lane()  # the lane's inputs come first
                 if joins:
                     batch.append(staged)
                     if len(batch) == full:
-                        yield from self._run_lane(batch)
+                        yield from self._run_lane(batch, overlapped, lane_window)
                     continue
                 pending.append(self._enqueue(staged, "map()", None))
                 if len(pending) == window:
                     yield self._read_own(pending)
-            yield from self._run_lane(batch)
+            yield from self._run_lane(batch, overlapped, lane_window)
+            yield from self._drain_lane()
             while pending:
                 yield self._read_own(pending)
         except (KeyboardInterrupt, SystemExit):
@@ -1216,7 +1401,9 @@ class PipelineExecutor(PipelineInputs):
             raise
         finally:
             # Left early (break, an error): read what is still in flight, so
-            # that the next get_output does not return it.
+            # that the next get_output does not return it; drop the lane's.
+            if self._lane is not None:
+                self._lane.abandon()
             while pending and not self._closed and self._workers.failure is None:
                 try:
                     self._read_own(pending)
@@ -1224,9 +1411,9 @@ class PipelineExecutor(PipelineInputs):
                     pass
 
     def _lane_is_free(self) -> bool:
-        """Whether ``map``'s next input may take the lane (its stages small
-        enough to run inline): no other input anywhere in flight, and the
-        stages fit it (made here, on the first such input)."""
+        """Whether ``map``'s next input may take the lane: no other input
+        anywhere in flight, and the stages fit it (made here, on the first
+        such input)."""
         if self._workers.unread or self._workers.failure is not None:
             return False
         if self._lane is None:
@@ -1234,11 +1421,30 @@ class PipelineExecutor(PipelineInputs):
             self._lane_fits = self._lane is not None
         return self._lane_fits
 
+    def _lane_lags(self, window: int) -> bool:
+        """Whether the overlapped lane may keep inputs between calls (the
+        stages downstream lagging behind) when ``map`` keeps at most
+        ``window`` inputs in flight: a window of at least one new input
+        plus an input per later stage."""
+        return window >= len(self._plans)
+
+    def _lane_batch(self, window: int, overlapped: bool) -> int:
+        """Inputs per call of the lane with at most ``window`` in flight."""
+        lane = self._lane
+        assert lane is not None
+        if not overlapped:
+            return min(window, lane.slots)
+        if self._lane_lags(window):
+            return min(window - len(self._plans) + 1, lane.window)
+        return min(window, lane.slots)
+
     def _run_lane(
-        self, batch: list[Mapping[str, NDArray | np.ndarray]]
+        self, batch: list[Mapping[str, NDArray | np.ndarray]], overlapped: bool, window: int
     ) -> Iterator[list[NDArray]]:
-        """Run ``batch`` through the lane and empty it; yield each input's
-        outputs, then raise the error of the input that failed, if one did."""
+        """Run ``batch`` through the lane, ``overlapped`` or back to back,
+        and empty it; yield each input's outputs, then raise the error of
+        the input that failed, if one did.  ``window``: ``map``'s bound on
+        inputs in flight."""
         if not batch:
             return
         assert self._lane is not None  # inputs join a batch only once it exists
@@ -1246,11 +1452,34 @@ class PipelineExecutor(PipelineInputs):
             self._check_open("map()")
             first = self._next_in
             self._next_in += len(batch)
-        with _every_kernel_thread():
-            results, error = self._lane.run(batch, first)
-        self.inline_runs += len(results) + (error is not None)
+        if overlapped:
+            # Each stage's kernels get its share, as in the stage threads
+            # (nested regions: one thread each unless libgomp nests).
+            with _kernel_threads(self.kernel_threads):
+                results, error = self._lane.overlap(
+                    batch, first, self._workers.cores, lag=self._lane_lags(window)
+                )
+            self.overlapped_lane_runs += len(results) + (error is not None)
+        else:
+            with _every_kernel_thread():
+                results, error = self._lane.run(batch, first)
+            self.inline_runs += len(results) + (error is not None)
         self.lane_windows += 1
         batch.clear()
+        yield from results
+        if error is not None:
+            raise error
+
+    def _drain_lane(self) -> Iterator[list[NDArray]]:
+        """Finish the inputs still overlapped on the lane (the stages
+        downstream lag behind); yield their outputs, then raise the error
+        of the input that failed, if one did."""
+        if self._lane is None or not self._lane.streaming:
+            return
+        with _kernel_threads(self.kernel_threads):
+            results, error = self._lane.drain(self._workers.cores)
+        self.overlapped_lane_runs += len(results) + (error is not None)
+        self.lane_windows += 1
         yield from results
         if error is not None:
             raise error
@@ -1323,70 +1552,113 @@ class PipelineExecutor(PipelineInputs):
 
     @property
     def plan(self) -> str:
-        """How the next input runs: :data:`OVERLAPPED` (through the stage
-        threads), :data:`BACK_TO_BACK` (in the caller's thread, kernels on
-        every core) or :data:`TIMING_BACK_TO_BACK` (back to back, once, to
-        time it).  ``inline=False``/``True`` fix it; with ``inline=None``
-        the executor chooses from the stage times it measured
-        (:attr:`plan_seconds`): back to back while the stages together
-        take under :data:`INLINE_SECONDS`; else, once both plans are timed
-        (the first inputs overlapped, then :data:`PROBE_INPUTS` back to back),
-        whichever takes less per input, the overlapped one being charged
-        :data:`HANDOFF_SECONDS` for its hand-off; every
-        :data:`RETIME_SECONDS` the plan not chosen is timed again."""
+        """How ``map``'s next input runs: :data:`OVERLAPPED` (each stage on
+        a thread of its own: natively on ``map``'s lane where it can, see
+        ``lane``, else through the stage threads), :data:`BACK_TO_BACK` (in
+        the caller's thread, kernels on every core) or
+        :data:`TIMING_BACK_TO_BACK` (back to back, once, to time it).
+        ``inline=False``/``True`` fix it; with ``inline=None`` the executor
+        chooses from the times it measured (:attr:`plan_seconds`).  Through
+        the stage threads: back to back while the stages together take
+        under :data:`INLINE_SECONDS`; else, once both plans are timed (the
+        first inputs overlapped, then :data:`PROBE_INPUTS` back to back),
+        whichever takes less per input, the threads being charged
+        :data:`HANDOFF_SECONDS` for their hand-off.  On the lane: the first
+        :data:`PROBE_INPUTS` windows overlapped, then as many inputs back to
+        back, then the faster per input (the lane's overlapped time
+        includes its hand-off, a few microseconds).  Every
+        :data:`RETIME_SECONDS` the plan not chosen is timed again.
+        ``run`` and ``submit`` choose the same way from the stage threads'
+        times, their only overlapped path."""
+        return self._plan(self._overlaps_on_lane())
+
+    def _plan(self, lane: bool) -> str:
+        """:attr:`plan`, with the overlapped time of ``map``'s lane
+        (``lane``) or of the stage threads."""
         if self._inline is not None:
             return BACK_TO_BACK if self._inline else OVERLAPPED
-        choice = self._compare_plans()
+        choice = self._compare_plans(lane)
         if choice is None:
-            return self._choose_plan()
+            return self._choose_plan(lane)
         now = time.monotonic()
         if self._chosen_at is None:
             self._chosen_at = now
         elif now - self._chosen_at > RETIME_SECONDS:
             self._chosen_at = None
-            for stage in self._plans:  # forget the other plan's times
-                if choice == BACK_TO_BACK:
+            if choice == BACK_TO_BACK:  # forget the other plan's times
+                if self._lane is not None:
+                    self._lane.seconds, self._lane.samples = math.nan, 0
+                for stage in self._plans:
                     stage.seconds = math.nan
-                else:
+            else:
+                for stage in self._plans:
                     stage.inline_seconds, stage.inline_samples = math.nan, 0
-        return self._choose_plan()
+        return self._choose_plan(lane)
 
-    def _compare_plans(self) -> str | None:
+    def _compare_plans(self, lane: bool) -> str | None:
         """The plan a comparison of both measured plans chooses now, or
         None when the choice is not a comparison (small stages, a plan
         not timed yet)."""
-        choice = self._choose_plan()
-        overlapped, back_to_back = self.plan_seconds
-        if choice == TIMING_BACK_TO_BACK or math.isnan(back_to_back) or back_to_back < INLINE_SECONDS:
+        choice = self._choose_plan(lane)
+        overlapped, back_to_back, handoff = self._plan_times(lane)
+        if choice == TIMING_BACK_TO_BACK or math.isnan(back_to_back):
+            return None
+        if handoff and back_to_back < INLINE_SECONDS:
             return None
         return choice
 
-    def _choose_plan(self) -> str:
+    def _choose_plan(self, lane: bool) -> str:
         """:attr:`plan` from the times as they are (``inline=None``)."""
-        overlapped, back_to_back = self.plan_seconds
+        overlapped, back_to_back, handoff = self._plan_times(lane)
         if math.isnan(back_to_back):  # not run back to back yet: the threads' sum
             back_to_back = math.fsum(plan.seconds for plan in self._plans)
-        if back_to_back < INLINE_SECONDS:
+        if handoff and back_to_back < INLINE_SECONDS:
             return BACK_TO_BACK
         if math.isnan(overlapped):
             return OVERLAPPED  # the first input times the stages in their threads
         if min(plan.inline_samples for plan in self._plans) < PROBE_INPUTS:
             return TIMING_BACK_TO_BACK
-        return BACK_TO_BACK if back_to_back <= overlapped + HANDOFF_SECONDS else OVERLAPPED
+        return BACK_TO_BACK if back_to_back <= overlapped + handoff else OVERLAPPED
 
     @property
     def plan_seconds(self) -> tuple[float, float]:
-        """Measured seconds per input of each plan, NaN until timed:
-        overlapped (the slowest stage in its thread, the others running
-        beside it) and back to back (the stages' sum in the caller's thread)."""
+        """Measured seconds per input of each plan as :attr:`plan` sees
+        them, NaN until timed: overlapped (on ``map``'s lane, a window's
+        time per input, hand-off included; once the lane has run so, else
+        the slowest stage in its thread, the others running beside it) and
+        back to back (the stages' sum in the caller's thread)."""
+        overlapped, back_to_back, _ = self._plan_times(self._overlaps_on_lane())
+        return overlapped, back_to_back
+
+    def _plan_times(self, lane: bool) -> tuple[float, float, float]:
+        """The overlapped and back-to-back times per input, and what the
+        overlapped one is charged for its hand-off: on ``map``'s lane
+        (``lane``), a window's time per input once :data:`PROBE_INPUTS`
+        windows were timed, hand-off included (charged 0); else the
+        slowest stage in the stage threads, charged :data:`HANDOFF_SECONDS`."""
+        back_to_back = math.fsum(plan.inline_seconds for plan in self._plans)
+        if lane:  # timed on PROBE_INPUTS windows, as back to back on inputs
+            timed = self._lane is not None and self._lane.samples >= PROBE_INPUTS
+            return self._lane.seconds if timed else math.nan, back_to_back, 0.0  # type: ignore[union-attr]
         overlapped = max((plan.seconds for plan in self._plans), default=math.nan)
         if any(math.isnan(plan.seconds) for plan in self._plans):
             overlapped = math.nan
-        return overlapped, math.fsum(plan.inline_seconds for plan in self._plans)
+        return overlapped, back_to_back, HANDOFF_SECONDS
+
+    def _overlaps_on_lane(self) -> bool:
+        """Whether ``map`` runs its overlapped inputs on its lane (each
+        stage on a native thread) rather than through the stage threads:
+        as ``lane`` says (None: unless ``inline=False``), where the
+        stages fit a lane and the C library has what it needs."""
+        wanted = self._inline is None if self._lane_wanted is None else self._lane_wanted
+        if self._lane is not None and not self._lane.overlaps:
+            return False
+        return wanted and self._lane_fits and overlapped_available()
 
     def _runs_inline(self) -> bool:
-        """Whether the next input runs in the caller's thread (see :attr:`plan`)."""
-        return self.plan != OVERLAPPED
+        """Whether the next input of ``run``/``submit`` runs in the caller's
+        thread (see :attr:`plan`; their overlapped path is the threads)."""
+        return self._plan(lane=False) != OVERLAPPED
 
     def _run_here(self, item: _Item) -> None:
         """``run(sync=True)`` and the inline fast path: every stage in this
@@ -1532,6 +1804,7 @@ class PipelineExecutor(PipelineInputs):
             self.run(sync=sync)
             self.get_output()
         start, inline_before = time.perf_counter(), self.inline_runs
+        lane_before = self.overlapped_lane_runs
         if sync:
             for _ in range(count):
                 self.run(sync=True)
@@ -1543,6 +1816,7 @@ class PipelineExecutor(PipelineInputs):
             count,
             time.perf_counter() - start,
             self.inline_runs - inline_before,
+            self.overlapped_lane_runs - lane_before,
         )
 
     def _pipelined(self, count: int) -> None:

@@ -26,11 +26,43 @@ list (the module that bound them is the caller's to keep) and buffers
 that the caller keeps alive; the list holds the frames.
 Runs that report errors through Python (extern functions) have no
 :class:`NativeRun` and cannot join a list.
+
+Overlapped (:meth:`CallList.run_overlapped`): the same calls as a ring
+that a stream of inputs goes round (input *i* in slot *i* mod the slots),
+stage ``s`` on a thread of its own, so that stage 1 runs input *n* while
+stage 0 runs input *n + 1*.  One ``GOMP_parallel`` region per call, with
+as many threads as stages (libgomp's team: the caller's thread is thread
+0, the others come from libgomp's pool, which wakes them in
+microseconds); thread ``t`` runs stages ``t``, ``t + T``, … (all of them
+on a team of one: the serial stand-in, or libgomp short of threads), each
+stage its inputs in order, from where it stopped to the end the call
+gives it.  Before input *i* stage ``s`` waits until stage ``s - 1`` has
+finished it: a per-stage count of finished inputs, stored with release
+and polled with acquire ordering (:data:`SPIN_POLLS` polls, then
+``sched_yield`` between polls), so the hand-off is a store and a load, no
+thread switch through Python.  The counts persist from call to call, so a
+caller that ends each stage one input short of its upstream starts the
+next call with work ready for every stage: the pipeline fills once per
+stream, not once per call.  Kernels' parallel loops called
+there are *nested* regions: libgomp runs them on the calling stage thread
+alone unless ``OMP_MAX_ACTIVE_LEVELS`` (or ``OMP_NESTED``) allows nesting,
+and then on the ``ember_num_threads`` the caller set (the executor sets
+each stage's share).  A failed ``bounds_check`` kernel is told apart by
+thread: the reporter stores the failing thread's id in the flag
+(:func:`ember.runtime.jit.bounds_flag_address`), a stage that sees its
+own id there — or an id of no stage thread, or several failures — stops
+at that input and lowers the stream's *limit* to it: no stage starts an
+input at or past the limit (later inputs never run on a failed input's
+values), while the stages downstream still finish the inputs before it,
+so every input before the failed one completes.  Stages may be pinned to
+cores (``sched_setaffinity`` on the stage's thread, its previous mask
+restored before the region ends).
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,13 +74,41 @@ import numpy as np
 from ember.errors import RuntimeFailure
 from ember.runtime.jit import bounds_flag_address
 
-__all__ = ["CallList", "NativeRun"]
+__all__ = ["CallList", "NativeRun", "overlapped_available"]
 
 DRIVER_SYMBOL = "ember_run_call_list"
 """``i64 (ptr arguments)``: ``arguments`` is five i64 — the address of the
 (entry, frame) pairs, how many to call, the runs per slot, the address of
 the per-slot-position nanosecond totals, the bounds flag's address.
-Returns how many calls ran."""
+Returns how many calls ran, negated when the last of them failed (a
+failed last call of the list must not read as all of them done)."""
+
+WORKER_SYMBOL = "ember_overlapped_stage_worker"
+"""``void (ptr arguments)``, the body of :meth:`CallList.run_overlapped`'s
+``GOMP_parallel`` region: ``arguments`` is nine i64 — the calls, how many
+slots, the stages, the per-stage nanosecond totals, the bounds flag's
+address, the address of the per-stage state (four i64 per stage: inputs
+finished, the input to end before, the input it failed on, and per team
+thread its id), the limit (the first input no stage may start), the
+team's size (written by the worker), the address of one 128-byte CPU
+mask per stage or 0 (not pinned)."""
+
+STREAM_END = 1 << 62
+"""The limit while no input failed: past any input."""
+
+SPIN_POLLS = 2000
+"""Polls of the upstream stage's count before a waiting stage yields its
+core between polls (``sched_yield``): a few microseconds, which a
+balanced pipeline's hand-off fits in; a longer wait lets other threads
+run."""
+
+CPU_MASK_WORDS = 16
+"""``cpu_set_t`` as 64-bit words (1024 CPUs), the size passed to
+``sched_setaffinity``."""
+
+_LIBC_SYMBOLS = ("gettid", "sched_yield", "sched_getaffinity", "sched_setaffinity")
+"""What the overlapped worker calls besides libgomp: MCJIT would abort the
+process on an unresolved one, so :func:`overlapped_available` checks first."""
 
 
 @dataclass(frozen=True)
@@ -97,14 +157,18 @@ class CallList:
             np.int64,
         )
         self._address = self._arguments.ctypes.data
+        self._stages = stages
+        self._overlapped: np.ndarray | None = None  # made on the first overlapped run
+        self.team = 0
+        """Threads the last :meth:`run_overlapped` region had (0 before one)."""
 
     def __len__(self) -> int:
         return len(self._runs)
 
-    def run(self, count: int) -> tuple[int, list[float]]:
-        """Call the first ``count`` runs in order; return how many ran (fewer
-        when a ``bounds_check`` kernel failed: the last one that ran is the
-        one that failed, its error still pending for
+    def run(self, count: int) -> tuple[int, bool, list[float]]:
+        """Call the first ``count`` runs in order; return how many completed,
+        whether the one after them failed (a ``bounds_check`` kernel: it
+        stopped there, its error still pending for
         :func:`~ember.runtime.jit.raise_bounds_error`) and the seconds the
         runs at each position of a slot took together."""
         if not 0 <= count <= len(self._runs):
@@ -116,11 +180,130 @@ class CallList:
         for lock in locks:
             lock.acquire()
         try:
-            done = self._driver(self._address)
+            ran = self._driver(self._address)
         finally:
             for lock in locks:
                 lock.release()
-        return done, [ns * 1e-9 for ns in self._nanoseconds.tolist()]
+        failed = ran < 0
+        done = -ran - 1 if failed else ran
+        return done, failed, [ns * 1e-9 for ns in self._nanoseconds.tolist()]
+
+    def start_stream(self) -> None:
+        """Begin a stream of overlapped inputs (:meth:`run_overlapped`):
+        the next is input 0, which no stage has run."""
+        self._overlapped_arguments(None)
+        stages = self._stages
+        self._state[:] = 0
+        self._state[2 * stages : 3 * stages] = -1  # no stage failed
+        self._overlapped[6] = STREAM_END  # the limit: none failed yet
+
+    def stream_done(self) -> list[int]:
+        """How many of the stream's inputs each stage has finished."""
+        self._overlapped_arguments(None)
+        return self._state[: self._stages].tolist()
+
+    def run_overlapped(
+        self, ends: Sequence[int], cores: Sequence[int | None] | None = None
+    ) -> tuple[list[int], tuple[int, int] | None, list[float]]:
+        """Run each stage ``s`` of the stream (:meth:`start_stream`) from the
+        input it stopped at up to input ``ends[s]`` (excluded), stage ``s``
+        on a thread of its own, overlapped (see the module docstring); the
+        stream's input ``i`` lives in slot ``i % slots``, whose values the
+        caller writes before and reads after.  ``cores``: the core each
+        stage's thread is pinned to while it runs (None: not pinned).
+
+        Ends may differ: a stage downstream that stops inputs short of its
+        upstream (``ends[s] = ends[0] - s``) starts the next call on inputs
+        already there, so successive calls keep every stage busy instead of
+        filling and draining the pipeline each time.  A stage cannot end
+        past its upstream, nor stage 0 run more than ``slots`` inputs ahead
+        of the last stage (their slots would be reused too early).
+
+        Returns how many inputs each stage has finished, the input and stage
+        where a ``bounds_check`` kernel failed (or None: then every stage
+        reached its end; else no stage starts that input or a later one,
+        the stages downstream finish the ones before it, and the stream
+        stays stopped there), and the seconds each stage's calls took
+        together, on its thread.  :attr:`team` says how many threads ran."""
+        stages, slots = self._stages, len(self._runs) // self._stages
+        if not overlapped_available():
+            raise RuntimeFailure(
+                "this C library lacks what the overlapped call list needs "
+                f"({', '.join(_LIBC_SYMBOLS)})"
+            )
+        arguments = self._overlapped_arguments(cores)
+        state = self._state
+        done = state[:stages].tolist()
+        ends = [int(end) for end in ends]
+        if (
+            len(ends) != stages
+            or any(end < finished for end, finished in zip(ends, done))
+            or any(ends[k + 1] > ends[k] for k in range(stages - 1))
+            or ends[0] - done[-1] > slots
+        ):
+            raise RuntimeFailure(
+                f"a call list of {slots} slots of {stages} stages, its stages at "
+                f"inputs {done}, cannot run them to {ends}: a stage may not go back "
+                "nor past its upstream, nor stage 0 more than the slots past the last"
+            )
+        state[stages : 2 * stages] = ends
+        self._nanoseconds[:] = 0  # each stage adds its calls' time on its thread
+        parallel, worker = _overlapped_worker()
+        locks = self._locks
+        for lock in locks:
+            lock.acquire()
+        try:
+            parallel(worker, arguments.ctypes.data, stages, 0)
+        finally:
+            for lock in locks:
+                lock.release()
+        self.team = int(arguments[7])
+        limit = int(arguments[6])
+        failure = None
+        if limit != STREAM_END:  # the stage that failed there is the only one that ran it last
+            failure = (limit, state[2 * stages : 3 * stages].tolist().index(limit))
+        seconds = [ns * 1e-9 for ns in self._nanoseconds.tolist()]
+        return state[:stages].tolist(), failure, seconds
+
+    def _overlapped_arguments(self, cores: Sequence[int | None] | None) -> np.ndarray:
+        stages = self._stages
+        if self._overlapped is None:
+            # Per stage: inputs finished, where to end, the input it failed
+            # on, and per team thread its id.
+            self._state = np.zeros(4 * stages, np.int64)
+            self._state[2 * stages : 3 * stages] = -1
+            self._masks = np.zeros((stages, CPU_MASK_WORDS), np.uint64)
+            self._overlapped = np.array(
+                [
+                    self._arguments[0],
+                    len(self._runs) // stages,  # slots
+                    stages,
+                    self._arguments[3],
+                    self._arguments[4],
+                    self._state.ctypes.data,
+                    STREAM_END,  # the limit
+                    0,  # the team's size
+                    0,  # the CPU masks, or 0
+                ],
+                np.int64,
+            )
+        pinned = cores is not None and any(core is not None for core in cores)
+        if pinned:
+            allowed = sorted(os.sched_getaffinity(0))
+            self._masks[:] = 0
+            for s, core in enumerate(cores):  # type: ignore[arg-type]
+                for cpu in allowed if core is None else [core]:
+                    self._masks[s, cpu // 64] |= np.uint64(1 << (cpu % 64))
+        self._overlapped[8] = self._masks.ctypes.data if pinned else 0
+        return self._overlapped
+
+
+@cache
+def overlapped_available() -> bool:
+    """Whether :meth:`CallList.run_overlapped` can run here: the C library
+    has the functions its worker calls (glibc 2.30+ on Linux)."""
+    libc = ctypes.CDLL(None)
+    return all(hasattr(libc, name) for name in _LIBC_SYMBOLS)
 
 
 _engines: list[Any] = []
@@ -207,7 +390,7 @@ def _driver() -> Any:
     b.cbranch(b.icmp_signed("<", next_index, count), blocks["loop"], blocks["finish"])
 
     b.position_at_end(blocks["stop"])
-    b.ret(ran)
+    b.ret(b.neg(ran))
     b.position_at_end(blocks["finish"])
     b.ret(next_index)
 
@@ -216,3 +399,184 @@ def _driver() -> Any:
     _engines.append(engine)  # the code lives as long as the process
     prototype = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)
     return prototype(engine.get_function_address(DRIVER_SYMBOL))
+
+
+@cache
+def _overlapped_worker() -> tuple[Any, int]:
+    """``GOMP_parallel`` as a ctypes function and the address of the
+    overlapped worker (:data:`WORKER_SYMBOL`) to run in it; compiled once."""
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+
+    from ember.abi import CLOCK_MONOTONIC, CLOCK_SYMBOL
+    from ember.runtime.jit import host_target_machine
+    from ember.runtime.threads import ensure_runtime
+
+    ensure_runtime()  # libgomp, or the serial stand-in (a team of one)
+    module = ir.Module(name="ember_overlapped_call_list")
+    i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+    pointer = i8.as_pointer()
+    timespec = ir.LiteralStructType([i64, i64])
+    entry_type = ir.FunctionType(ir.VoidType(), [pointer])
+
+    def declare(name: str, result: ir.Type, *arguments: ir.Type) -> ir.Function:
+        return ir.Function(module, ir.FunctionType(result, list(arguments)), name=name)
+
+    clock_gettime = declare(CLOCK_SYMBOL, i32, i32, timespec.as_pointer())
+    thread_num = declare("omp_get_thread_num", i32)
+    team_size = declare("omp_get_num_threads", i32)
+    gettid = declare("gettid", i32)
+    sched_yield = declare("sched_yield", i32)
+    get_affinity = declare("sched_getaffinity", i32, i32, i64, pointer)
+    set_affinity = declare("sched_setaffinity", i32, i32, i64, pointer)
+    worker = ir.Function(module, entry_type, name=WORKER_SYMBOL)
+    block = worker.append_basic_block
+    b = ir.IRBuilder(block("start"))
+
+    def constant(value: int, kind: ir.Type = i64) -> ir.Constant:
+        return ir.Constant(kind, value)
+
+    arguments = b.bitcast(worker.args[0], i64.as_pointer())
+
+    def cell(index: int) -> ir.Value:
+        return b.gep(arguments, [constant(index)])
+
+    calls = b.inttoptr(b.load(cell(0)), pointer.as_pointer())
+    ring, stages = b.load(cell(1)), b.load(cell(2))
+    totals = b.inttoptr(b.load(cell(3)), i64.as_pointer())
+    flag_cell = b.inttoptr(b.load(cell(4)), i32.as_pointer())
+    state = b.inttoptr(b.load(cell(5)), i64.as_pointer())
+    limit_cell = cell(6)
+    masks = b.load(cell(8))
+    pinned = b.icmp_signed("!=", masks, constant(0))
+    mask_bytes = constant(8 * CPU_MASK_WORDS)
+    saved = b.bitcast(b.alloca(ir.ArrayType(i64, CPU_MASK_WORDS)), pointer)
+    before, after = b.alloca(timespec), b.alloca(timespec)
+    monotonic = constant(CLOCK_MONOTONIC, i32)
+    thread = b.sext(b.call(thread_num, []), i64)
+    team = b.sext(b.call(team_size, []), i64)
+    b.store_atomic(team, cell(7), "monotonic", 8)  # every thread stores the same
+    tid = b.sext(b.call(gettid, []), i64)
+    tids = b.gep(state, [b.mul(stages, constant(3))])
+    b.store_atomic(tid, b.gep(tids, [thread]), "release", 8)
+
+    def load_acquire(address: ir.Value) -> ir.Value:
+        return b.load_atomic(address, "acquire", 8)
+
+    def nanoseconds(stamp: ir.Value) -> ir.Value:
+        seconds = b.load(b.gep(stamp, [constant(0, i32), constant(0, i32)]))
+        part = b.load(b.gep(stamp, [constant(0, i32), constant(1, i32)]))
+        return b.add(b.mul(seconds, constant(1_000_000_000)), part)
+
+    with b.if_then(pinned):
+        b.call(get_affinity, [constant(0, i32), mask_bytes, saved])
+    start = b.block
+    stage_head, stage_body = block("stage"), block("stage_body")
+    slot_head, wait, poll, spun, ready = (
+        block("slot"), block("wait"), block("poll"), block("spun"), block("ready")
+    )
+    check, whose, whose_next, not_mine, mine = (
+        block("check"), block("whose"), block("whose_next"), block("not_mine"), block("mine")
+    )
+    finished, stage_done, end = block("finished"), block("stage_done"), block("end")
+    b.branch(stage_head)
+
+    # stage: s = thread, thread + team, ... while s < stages
+    b.position_at_end(stage_head)
+    stage = b.phi(i64, name="stage")
+    stage.add_incoming(thread, start)
+    b.cbranch(b.icmp_signed("<", stage, stages), stage_body, end)
+    b.position_at_end(stage_body)
+    with b.if_then(pinned):
+        mask = b.add(masks, b.mul(stage, mask_bytes))
+        b.call(set_affinity, [constant(0, i32), mask_bytes, b.inttoptr(mask, pointer)])
+    upstream = b.gep(state, [b.sub(stage, constant(1))])
+    has_upstream = b.icmp_signed(">", stage, constant(0))
+    first = b.load(b.gep(state, [stage]))  # this stage's own count
+    last = b.load(b.gep(state, [b.add(stages, stage)]))
+    body_end = b.block
+    b.branch(slot_head)
+
+    # slot: input i = first .. last - 1, in slot i % ring, while i < limit
+    b.position_at_end(slot_head)
+    index = b.phi(i64, name="input")
+    index.add_incoming(first, body_end)
+    more = b.icmp_signed("<", index, last)
+    b.cbranch(more, wait, stage_done)
+
+    # wait: until stage - 1 finished input i (or the limit fell to i)
+    b.position_at_end(wait)
+    polls = b.phi(i64, name="polls")
+    polls.add_incoming(constant(0), slot_head)
+    stopped = b.icmp_signed("<=", load_acquire(limit_cell), index)
+    b.cbranch(stopped, stage_done, poll)
+    b.position_at_end(poll)
+    behind = b.icmp_signed("<=", load_acquire(upstream), index)
+    b.cbranch(b.and_(has_upstream, behind), spun, ready)
+    b.position_at_end(spun)
+    with b.if_then(b.icmp_signed(">=", polls, constant(SPIN_POLLS))):
+        b.call(sched_yield, [])
+    polls.add_incoming(b.add(polls, constant(1)), b.block)
+    b.branch(wait)
+
+    # ready: call (slot i, stage) between two clock readings
+    b.position_at_end(ready)
+    position = b.add(b.mul(b.urem(index, ring), stages), stage)
+    entry = b.load(b.gep(calls, [b.mul(position, constant(2))]))
+    frame = b.load(b.gep(calls, [b.add(b.mul(position, constant(2)), constant(1))]))
+    b.call(clock_gettime, [monotonic, before])
+    b.call(b.bitcast(entry, entry_type.as_pointer()), [frame])
+    b.call(clock_gettime, [monotonic, after])
+    total = b.gep(totals, [stage])
+    b.store(b.add(b.load(total), b.sub(nanoseconds(after), nanoseconds(before))), total)
+    flag = b.load(flag_cell)
+    flag.volatile = True  # set by the bounds reporter, on any thread
+    failed = b.sext(flag, i64)
+    b.cbranch(b.icmp_signed("!=", failed, constant(0)), check, finished)
+
+    # check: whose failure?  Another team thread's id: not this call's.
+    b.position_at_end(check)
+    b.cbranch(b.icmp_signed("==", failed, tid), mine, whose)
+    b.position_at_end(whose)
+    other = b.phi(i64, name="other")
+    other.add_incoming(constant(0), check)
+    b.cbranch(b.icmp_signed("<", other, team), whose_next, mine)
+    b.position_at_end(whose_next)
+    theirs = b.and_(
+        b.icmp_signed("!=", other, thread),
+        b.icmp_signed("==", load_acquire(b.gep(tids, [other])), failed),
+    )
+    other.add_incoming(b.add(other, constant(1)), whose_next)
+    b.cbranch(theirs, not_mine, whose)
+    b.position_at_end(not_mine)
+    b.branch(finished)
+
+    # mine: this slot failed in this stage; no stage starts it or a later one
+    b.position_at_end(mine)
+    b.store_atomic(index, b.gep(state, [b.add(b.mul(stages, constant(2)), stage)]), "release", 8)
+    b.atomic_rmw("min", limit_cell, index, "acq_rel")
+    b.branch(stage_done)
+
+    # finished: publish slot i to the next stage
+    b.position_at_end(finished)
+    following = b.add(index, constant(1))
+    b.store_atomic(following, b.gep(state, [stage]), "release", 8)
+    index.add_incoming(following, finished)
+    b.branch(slot_head)
+
+    b.position_at_end(stage_done)
+    stage.add_incoming(b.add(stage, team), stage_done)
+    b.branch(stage_head)
+
+    b.position_at_end(end)
+    with b.if_then(pinned):
+        b.call(set_affinity, [constant(0, i32), mask_bytes, saved])
+    b.ret_void()
+
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(module)), host_target_machine())
+    engine.finalize_object()
+    _engines.append(engine)
+    parallel = ctypes.CFUNCTYPE(
+        None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint
+    )(llvm.address_of_symbol("GOMP_parallel"))
+    return parallel, engine.get_function_address(WORKER_SYMBOL)

@@ -159,18 +159,27 @@ _bounds_failures: list[str] = []
 _bounds_flag = ctypes.c_int32(0)
 """Nonzero while a failure is recorded: native code that chains calls
 (:mod:`ember.runtime.call_list`) reads it after each call to stop at the
-one that failed."""
+one that failed.  It holds the id of the thread that failed (Linux's
+``gettid``), or :data:`SEVERAL_THREADS_FAILED` once another thread failed
+too: stages running at once on their own threads tell their own failure
+from another's by it."""
+
+SEVERAL_THREADS_FAILED = -1
+"""The flag's value once threads other than the first failed too."""
 
 
 def _report_out_of_bounds(site: bytes, index: int, size: int) -> None:
     """``ember_bounds_error``: called by checked code, on whatever thread."""
+    thread = threading.get_native_id()
     with _bounds_lock:
         if not _bounds_failures:  # the first failure explains; the rest follow from it
             _bounds_failures.append(
                 f"{site.decode(errors='replace')} is {index}, out of bounds for size "
                 f"{size} (valid: 0 to {size - 1}); the kernel stopped there"
             )
-            _bounds_flag.value = 1
+            _bounds_flag.value = thread
+        elif _bounds_flag.value != thread:
+            _bounds_flag.value = SEVERAL_THREADS_FAILED
 
 
 _bounds_reporter = BOUNDS_REPORTER_PROTOTYPE(_report_out_of_bounds)
@@ -199,6 +208,12 @@ def raise_bounds_error(what: str) -> None:
         message = _bounds_failures.pop()
         _bounds_flag.value = 0
     raise RuntimeFailure(f"{what}: {message}")
+
+
+def bounds_flag() -> int:
+    """The flag's value: 0, the id of the thread that failed, or
+    :data:`SEVERAL_THREADS_FAILED`."""
+    return _bounds_flag.value
 
 
 def bounds_flag_address() -> int:
