@@ -22,7 +22,9 @@ from ember.interp.kernel_impls import run_kernel
 from ember.lowering.graph_to_kernel import VectorTarget, lower_group, make_group
 from ember.lowering.winograd import F2X2_3X3, WinogradPacking, winograd_transform
 from ember.passes.bind_params import bind_params_in_place
+from ember.passes.kernel_tensorize import KernelTensorizePass
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+from ember.passes.pipeline import apply_passes
 
 WINOGRAD_ERROR_ULPS = 16
 """Bound of the test, in units of ε · (|x| ⊛ |w|): measured errors stay
@@ -94,13 +96,38 @@ def test_winograd_matches_direct_convolution(
     assert_within_bound(got, want, magnitude_bound(text, x, w))
 
 
+@settings(max_examples=max(3, settings.default.max_examples // 6))
+@given(case=conv_cases(), seed=st.integers(0, 2**16), bound=st.booleans())
+def test_winograd_schedule_matches_the_naive_kernel(
+    case: tuple[tuple[int, ...], int, tuple[int, ...]], seed: int, bound: bool
+) -> None:
+    """``kernel-tensorize{winograd-min-channels=1}`` against the naive
+    kernel it rewrites, both run by the kernel interpreter: the weight an
+    argument (transformed by the kernel) or bound (transformed at bind time)."""
+    data, out_channels, padding = case
+    text = conv_text(data, out_channels, padding)  # type: ignore[arg-type]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(data).astype(np.float32)
+    w = rng.standard_normal((out_channels, data[1], 3, 3)).astype(np.float32)
+    module = ember.parse(text)
+    if bound:
+        bind_params_in_place(module, {"w": w}, "main")
+    inputs = [x] if bound else [x, w]
+    naive = apply_passes(module, "lower-graph-to-kernel{vector-bits=64}")
+    scheduled = apply_passes(naive, "kernel-tensorize{vector-bits=64 winograd-min-channels=1}")
+    blocks = {op.block_name.data for op in scheduled.walk() if op.name == "kernel.block"}
+    assert "winograd_input" in blocks and ("winograd_weight" in blocks) is not bound
+    (want,) = ember.interpret(naive, "main", *inputs)
+    (got,) = ember.interpret(scheduled, "main", *inputs)
+    assert_within_bound(got, want, magnitude_bound(text, x, w))
+
+
 def _lowered(text: str, params: dict[str, np.ndarray] | None = None) -> ember.ir.ModuleOp:
     module = ember.parse(text)
     if params:
         bind_params_in_place(module, params, "main")
-    LowerGraphToKernelPass(vector_bits=64, winograd_min_channels=1).apply(
-        Context(), module
-    )
+    LowerGraphToKernelPass(vector_bits=64).apply(Context(), module)
+    KernelTensorizePass(vector_bits=64, winograd_min_channels=1).apply(Context(), module)
     ember.verify_module(module)
     return module
 
@@ -144,10 +171,11 @@ func.func @main(%x: tensor<2x2x5x3x{t}>, %w: tensor<3x2x3x3x{t}>, %g: tensor<3x{
     main = next(op for op in module.ops if op.sym_name.data == "main")
     ops = list(main.body.block.ops)[:-1]
     group = make_group(ops)
-    kernel = lower_group(group, "fused", VectorTarget(64, winograd_min_channels=1))
+    kernel = lower_group(group, "fused", VectorTarget(64))
+    kernel_module = ember.ir.ModuleOp([kernel])
+    KernelTensorizePass(vector_bits=64, winograd_min_channels=1).apply(Context(), kernel_module)
     blocks = {op.block_name.data for op in kernel.walk() if op.name == "kernel.block"}
     assert {"winograd_weight", "winograd_input", "winograd_output"} <= blocks
-    kernel_module = ember.ir.ModuleOp([kernel])
     rng = np.random.default_rng(1)
     numpy_type = np.float16 if dtype == "f16" else np.float32
     args = [rng.standard_normal(tuple(a.type.get_shape())).astype(numpy_type) for a in main.args]
@@ -162,6 +190,27 @@ func.func @main(%x: tensor<2x2x5x3x{t}>, %w: tensor<3x2x3x3x{t}>, %g: tensor<3x{
 def _conv_op(text: str) -> ember.dialects.graph.GraphOp:
     main = next(op for op in ember.parse(text).ops if op.sym_name.data == "main")
     return next(iter(main.body.block.ops))
+
+
+def _transform(op: ember.dialects.graph.GraphOp, target: VectorTarget) -> object:
+    """The rule on ``op``'s sizes, checked against what ``kernel-tensorize``
+    makes of ``op``'s naive kernel (a grouped conv never reaches the rule:
+    its nest is not the one-group contraction the pass matches)."""
+    kernels = ember.ir.ModuleOp([lower_group(make_group([op]), "k", target)])
+    minimum = target.winograd_min_channels
+    KernelTensorizePass(vector_bits=target.bits, winograd_min_channels=minimum).apply(
+        Context(), kernels
+    )
+    blocks = {b.block_name.data for b in kernels.walk() if b.name == "kernel.block"}
+    if op.attr("groups") != 1:
+        assert "winograd_input" not in blocks
+        return None
+    out_channels, in_channels, kh, kw = op.operands[1].type.get_shape()
+    transform = winograd_transform(
+        in_channels, out_channels, (kh, kw), op.attr("strides"), op.attr("dilation"), target
+    )
+    assert ("winograd_input" in blocks) is (transform is not None)
+    return transform
 
 
 @pytest.mark.parametrize(
@@ -191,8 +240,8 @@ func.func @main(%x: {x}, %w: {w}) -> {y} {{
   func.return %0 : {y}
 }}"""
     target = VectorTarget(256, winograd_min_channels=32)
-    assert (winograd_transform(_conv_op(text), target) is F2X2_3X3) is chosen
-    assert winograd_transform(_conv_op(text), VectorTarget(256)) is None  # off by default
+    assert (_transform(_conv_op(text), target) is F2X2_3X3) is chosen
+    assert _transform(_conv_op(text), VectorTarget(256)) is None  # off by default
 
 
 def test_a_3x3_convolution_of_5x5_kernels_is_direct() -> None:
@@ -202,7 +251,7 @@ func.func @main(%x: tensor<1x64x8x8xf32>, %w: tensor<64x64x5x5xf32>) -> tensor<1
   func.return %0 : tensor<1x64x4x4xf32>
 }"""
     target = VectorTarget(256, winograd_min_channels=32)
-    assert winograd_transform(_conv_op(text), target) is None
+    assert _transform(_conv_op(text), target) is None
 
 
 def test_build_option_turns_winograd_off() -> None:

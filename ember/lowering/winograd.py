@@ -21,11 +21,13 @@ The kernel runs it in four steps, each a plain loop nest:
    epilogue (batch_norm, relu… stay fused); tiles cut by the edge of the
    output store only their rows and columns inside it.
 
-The transformed weight ``U = G g Gᵀ`` is computed at bind time when the
-weight is a constant (:class:`WinogradPacking`, packed by the
-``lower-graph-to-kernel`` pass like the weight panels of direct kernels) and by the kernel
-otherwise.  Winograd is chosen per layer by :func:`winograd_transform`'s
-rule.  This is TVM's ``conv2d_nchw_winograd`` (``topi/nn/winograd_util.py``
+The lowering emits every conv2d as its naive contraction; the schedule
+pass ``kernel-tensorize`` (option ``winograd-min-channels``) rewrites a
+naive nest that :func:`winograd_transform`'s rule chooses into this kernel
+(:func:`emit_conv2d_winograd`).  The transformed weight ``U = G g Gᵀ`` is
+computed at bind time when the weight is a constant (:class:`WinogradPacking`,
+packed by that pass like the weight panels of direct kernels) and by the
+kernel otherwise.  This is TVM's ``conv2d_nchw_winograd`` (``topi/nn/winograd_util.py``
 for the matrices) with ``pre_computed`` weights.
 
 Numerics: the transforms add and scale values before the products, so the
@@ -35,7 +37,7 @@ docs/kernel-dialect.md, "Winograd convolution", for the bound the tests use).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -44,8 +46,6 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import SSAValue
 
-from ember.dialects import graph
-from ember.dialects.graph import GraphOp
 from ember.lowering import graph_to_kernel as g2k
 from ember.lowering.gemm import (
     Emitter,
@@ -91,11 +91,18 @@ WINOGRAD_TRANSFORM = F2X2_3X3
 
 
 def winograd_transform(
-    op: GraphOp, target: g2k.VectorTarget
+    in_channels: int,
+    out_channels: int,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilation: Sequence[int],
+    target: g2k.VectorTarget,
 ) -> WinogradTransform | None:
-    """The Winograd transform ``op`` is computed with, or ``None`` (direct).
+    """The Winograd transform a one-group conv2d of these sizes is computed
+    with, or ``None`` (direct): the rule of ``kernel-tensorize``'s
+    ``winograd-min-channels`` option (``target.winograd_min_channels``).
 
-    The rule: a 3×3, stride-1, dilation-1, one-group conv2d with at least
+    A 3×3, stride-1, dilation-1 convolution with at least
     ``target.winograd_min_channels`` input and output channels (0, the
     default, is never: see docs/kernel-dialect.md for why; 32 is the
     threshold the measurements below suggest),
@@ -109,12 +116,7 @@ def winograd_transform(
     relu: 64 channels at 56×56 9.0 ms Winograd vs 14.2 direct; 128 at 28×28
     10.9 vs 7.5, 256 at 14×14 16 vs 4.8, 512 at 7×7 45 vs 12 (bands of 16,
     8 and 4 tiles) — those stay direct."""
-    if op.name != "graph.conv2d" or op.attr("groups") != 1:
-        return None
-    out_channels, in_channels, kh, kw = graph.shape_of(op.operands[1])
-    if (kh, kw) != (3, 3) or tuple(op.attr("strides")) != (1, 1):
-        return None
-    if tuple(op.attr("dilation")) != (1, 1):
+    if tuple(kernel) != (3, 3) or tuple(strides) != (1, 1) or tuple(dilation) != (1, 1):
         return None
     minimum = target.winograd_min_channels
     if minimum <= 0 or min(in_channels, out_channels) < minimum:
@@ -141,8 +143,8 @@ class WinogradPacking:
     columns, not the reduction (with ``U[ξ, k, c]`` it transposed and spilled).
 
     The interface of :class:`~ember.lowering.graph_to_kernel.WeightPacking`
-    (``shape``, ``pack``), so the ``lower-graph-to-kernel`` pass transforms
-    a constant weight at bind time without knowing the layout."""
+    (``shape``, ``pack``), so ``kernel-tensorize`` transforms a constant
+    weight at bind time the way it packs the direct kernels' panels."""
 
     transform: WinogradTransform
 
@@ -156,12 +158,6 @@ class WinogradPacking:
         g_matrix = np.array(self.transform.g, dtype=np.float64)
         u = np.einsum("xi,kcij,yj->xyck", g_matrix, array.astype(np.float64), g_matrix)
         return np.ascontiguousarray(u.reshape(self.shape(array.shape)), np.float32)
-
-
-def winograd_packing(op: GraphOp, target: g2k.VectorTarget) -> WinogradPacking | None:
-    """How ``op``'s Winograd kernel reads its weight, or ``None`` if direct."""
-    transform = winograd_transform(op, target)
-    return None if transform is None else WinogradPacking(transform)
 
 
 # --------------------------------------------------------------------------
@@ -244,28 +240,38 @@ def _band_runs(
     return runs
 
 
-def gen_conv2d_winograd(
-    em: g2k._Emitter, low: g2k._Lowering, op: GraphOp, packing: WinogradPacking
+@dataclass(frozen=True)
+class WinogradConv:
+    """The convolution a Winograd kernel computes, as the naive conv2d nest
+    reads it: ``out[n, k, y, x] = Σ source[n, c, y + i, x + j] · g[k, c, i, j]``
+    over an already padded ``source``; each result goes to ``emit_result``
+    (the group's epilogue)."""
+
+    source: SSAValue
+    weight: SSAValue
+    """``g`` (``[K, C, 3, 3]``), or ``U`` (:class:`WinogradPacking`'s
+    layout) when ``transformed``."""
+    transformed: bool
+    out_shape: tuple[int, int, int, int]
+    emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None]
+
+
+def emit_conv2d_winograd(
+    em: g2k._Emitter,
+    conv: WinogradConv,
+    transform: WinogradTransform,
+    target: g2k.VectorTarget,
 ) -> None:
     """conv2d by Winograd (see the module docstring for the steps).  Steps
     2-4 run per *band* of tile rows, in one ``parallel`` loop over (image,
     band): each thread transforms its band's input into, and multiplies it
     out of, scratch buffers small enough for its stack and its caches."""
-    data, weight = op.operands
-    n, out_channels, oh, ow = graph.shape_of(op.results[0])
-    in_channels = graph.shape_of(data)[1]
-    transform = packing.transform
+    n, out_channels, oh, ow = conv.out_shape
+    in_channels = memref_shape(conv.source)[1]
     m, positions = transform.m, transform.alpha**2
     tile_rows, tile_columns = -(-oh // m), -(-ow // m)
-    top, left, bottom, right = op.attr("padding")
-    padded = g2k._padded_copy(
-        em,
-        low,
-        data,
-        [top, left, bottom + tile_rows * m - oh, right + tile_columns * m - ow],
-        0.0,
-    )
-    weights = _transformed_weight(em, low, op, packing)
+    padded, scratch = _whole_windows(em, conv.source, tile_rows * m + 2, tile_columns * m + 2)
+    weights = conv.weight if conv.transformed else _transformed_weight(em, conv.weight, transform)
     band_tiles = _band_capacity(transform, in_channels, out_channels)
     for bands in _band_runs(oh, band_tiles, tile_columns, m):
         count = n * bands.count
@@ -273,7 +279,7 @@ def gen_conv2d_winograd(
             # Whole micro-kernel tiles of columns: LLVM unrolls a shorter
             # column loop (14 tiles, or a rest of 8) completely and then
             # vectorises the reduction instead, with shuffles and spills.
-            width = tile_shape(low.target)[1]
+            width = tile_shape(target)[1]
             tiles = -(-bands.rows * tile_columns // width) * width
             transformed_input = em.alloc([positions, in_channels, tiles])
             transformed_input.name_hint = "winograd_input"
@@ -281,11 +287,39 @@ def gen_conv2d_winograd(
             products.name_hint = "winograd_products"
             band = _Band(i_band, n, bands, tile_columns, ow)
             _input_transform(em, transform, band, padded, transformed_input)
-            _band_product(em, low, band, weights, transformed_input, products)
-            _output_transform(em, low, transform, band, products)
+            _band_product(em, target, band, weights, transformed_input, products)
+            _output_transform(em, conv.emit_result, transform, band, products)
             em.add(memref.DeallocOp.get(transformed_input))
             em.add(memref.DeallocOp.get(products))
-    em.add(memref.DeallocOp.get(padded))
+    if scratch:
+        em.add(memref.DeallocOp.get(padded))
+    if not conv.transformed:
+        em.add(memref.DeallocOp.get(weights))
+
+
+def _whole_windows(
+    em: g2k._Emitter, source: SSAValue, height: int, width: int
+) -> tuple[SSAValue, bool]:
+    """``source``, or a zero-extended f32 copy of it when the tiles cut by
+    the output's bottom or right edge read past it (their extra rows and
+    columns are never stored, but must not be garbage); and whether it is
+    the copy (scratch)."""
+    n, channels, h, w = memref_shape(source)
+    if h >= height and w >= width and source.type.element_type == f32:  # type: ignore[attr-defined]
+        return source, False
+    extended = em.alloc([n, channels, height, width])
+    extended.name_hint = "winograd_pad"
+    with (
+        em.nest(["n", "c", "h", "w"], [n, channels, height, width]) as ivs,
+        em.kblock("winograd_pad_fill", g2k._spatial(ivs)) as vs,
+    ):
+        em.store(em.const(0.0, f32), extended, vs)
+    with (
+        em.nest(["n", "c", "h", "w"], [n, channels, h, w]) as ivs,
+        em.kblock("winograd_pad_copy", g2k._spatial(ivs)) as vs,
+    ):
+        em.store(em.load_widened(source, vs), extended, vs)
+    return extended, True
 
 
 @dataclass(frozen=True)
@@ -310,7 +344,7 @@ class _Band:
 
 def _band_product(
     em: g2k._Emitter,
-    low: g2k._Lowering,
+    target: g2k.VectorTarget,
     band: _Band,
     weights: SSAValue,
     transformed_input: SSAValue,
@@ -338,7 +372,7 @@ def _band_product(
         b_at,
         raw_store(products),
     )
-    emit_row_product(em, product, low.target)
+    emit_row_product(em, product, target)
 
 
 def memref_shape(buffer: SSAValue) -> tuple[int, ...]:
@@ -398,7 +432,7 @@ def _input_transform(
 
 def _output_transform(
     em: g2k._Emitter,
-    low: g2k._Lowering,
+    emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None],
     transform: WinogradTransform,
     band: _Band,
     products: SSAValue,
@@ -411,12 +445,12 @@ def _output_transform(
     if rest:
         column_runs.append((full, 1, rest))
     for column_run in column_runs:
-        _output_nest(em, low, transform, band, products, column_run)
+        _output_nest(em, emit_result, transform, band, products, column_run)
 
 
 def _output_nest(
     em: g2k._Emitter,
-    low: g2k._Lowering,
+    emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None],
     transform: WinogradTransform,
     band: _Band,
     products: SSAValue,
@@ -446,33 +480,28 @@ def _output_nest(
         for i in range(band.bands.kept):
             for j in range(kept_columns):
                 at = [image, vk, em.affine([(row, m)], i), em.affine([(column, m)], j)]
-                low.emit_result(em, values[i][j], at)
+                emit_result(em, values[i][j], at)
 
 
 def _transformed_weight(
-    em: g2k._Emitter, low: g2k._Lowering, op: GraphOp, packing: WinogradPacking
+    em: g2k._Emitter, weight: SSAValue, transform: WinogradTransform
 ) -> SSAValue:
-    """``U``: the kernel argument if the caller transformed it at bind time,
-    else a scratch buffer computed here."""
-    weight = op.operands[1]
-    if weight in low.group.packed:
-        return low.buffer(weight)
-    out_channels, in_channels, kh, kw = graph.shape_of(weight)
-    alpha = packing.transform.alpha
-    transformed = em.alloc(packing.shape([out_channels, in_channels, kh, kw]))
+    """``U`` of a weight that is not bound at build time: a scratch buffer
+    computed here, at every call."""
+    out_channels, in_channels, kh, kw = memref_shape(weight)
+    alpha = transform.alpha
+    transformed = em.alloc(WinogradPacking(transform).shape([out_channels, in_channels, kh, kw]))
     transformed.name_hint = "winograd_weight"
-    source = low.buffer(weight)
     with (
         em.nest(["k", "c"], [out_channels, in_channels]) as ivs,
         em.kblock("winograd_weight", g2k._spatial(ivs)) as (vk, vc),
     ):
         taps = [
-            [em.load_widened(source, [vk, vc, em.index(i), em.index(j)]) for j in range(3)]
+            [em.load_widened(weight, [vk, vc, em.index(i), em.index(j)]) for j in range(3)]
             for i in range(3)
         ]
-        values = _sandwich(em, packing.transform.g, taps)
+        values = _sandwich(em, transform.g, taps)
         for x in range(alpha):
             for y in range(alpha):
                 em.store(values[x][y], transformed, [em.index(x * alpha + y), vc, vk])
     return transformed
-
