@@ -67,7 +67,7 @@ from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp, f32
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
@@ -87,6 +87,7 @@ from ember.lowering.winograd import (
     WinogradTransform,
     emit_conv2d_winograd,
     winograd_transform,
+    workspace_shapes,
 )
 from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 
@@ -410,6 +411,7 @@ class _Rewrite:
     packable: bool
     """Whether ``b`` may change layout (:func:`_read_only_in_product`)."""
     packer: WeightPacker
+    module: ModuleOp
 
     def arg(self, n: int) -> SSAValue:
         return self.kernel.body.block.args[n]
@@ -579,7 +581,7 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
     n, out_channels, oh, ow = c.spatial
     in_channels, kh, kw = c.reduction
     transform = winograd_transform(
-        in_channels, out_channels, (kh, kw), (sh, sw), (dh, dw), rw.target
+        in_channels, out_channels, (kh, kw), (sh, sw), (dh, dw), (oh, ow), rw.target
     )
     if transform is not None:
         return _winograd(rw, em, transform)
@@ -639,13 +641,44 @@ def _winograd(rw: _Rewrite, em: g2k._Emitter, transform: WinogradTransform) -> s
     c = rw.contraction
     packed = rw.packed_b(WinogradPacking(transform))
     weight = packed if packed is not None else rw.arg(c.b.arg)  # type: ignore[arg-type]
+    in_channels = c.reduction[0]
+    shapes = workspace_shapes(transform, in_channels, c.spatial, rw.target)
+    workspace = _workspace(rw, shapes, ("winograd_input", "winograd_products"))
     conv = WinogradConv(
-        c.a.buffer, weight, packed is not None, c.spatial, _Epilogue(c).emit_result  # type: ignore[arg-type]
+        c.a.buffer, weight, packed is not None, c.spatial, _Epilogue(c).emit_result, workspace  # type: ignore[arg-type]
     )
     emit_conv2d_winograd(em, conv, transform, rw.target)
     when = "at bind time" if packed is not None else "per call"
     m = transform.m
-    return f"Winograd F({m}x{m}, 3x3) convolution, weight transformed {when}"
+    return f"Winograd F({m}x{m}, 3x3) convolution, the whole layer in a planned workspace, weight transformed {when}"
+
+
+def _workspace(
+    rw: _Rewrite, shapes: Sequence[Sequence[int]], names: Sequence[str]
+) -> tuple[SSAValue, SSAValue]:
+    """Scratch buffers of ``shapes`` the kernel takes as extra output
+    arguments: every call of it gets as many more results, which nothing
+    reads, so ``plan-memory`` places them in the program's workspace like
+    any intermediate (allocated once, not per call) and reuses the bytes
+    once the call is done."""
+    block = rw.kernel.body.block
+    types = [MemRefType(f32, list(shape)) for shape in shapes]
+    args = []
+    for t, name in zip(types, names):
+        arg = block.insert_arg(t, len(block.args))
+        arg.name_hint = name
+        args.append(arg)
+    callee = rw.kernel.sym_name.data
+    calls = [op for op in rw.module.walk() if isinstance(op, CallKernelOp) and op.callee == callee]
+    for call in calls:
+        extra = [TensorType(f32, list(shape)) for shape in shapes]
+        new = CallKernelOp(callee, call.operands, [*(r.type for r in call.results), *extra])
+        new.attributes.update(call.attributes)
+        for old, result in zip(call.results, new.results):
+            result.name_hint = old.name_hint
+        Rewriter.replace_op(call, new, new.results[: len(call.results)])
+    first, second = args
+    return first, second
 
 
 RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._Emitter], str]]] = {
@@ -701,7 +734,7 @@ class KernelTensorizePass(ModulePass):
             if computes(contraction):
                 bound = _bound_callers(op, kernel, contraction.b.arg)
                 packable = _read_only_in_product(kernel, contraction)
-                rw = _Rewrite(kernel, contraction, target, bound, packable, packer)
+                rw = _Rewrite(kernel, contraction, target, bound, packable, packer, op)
                 _replace_body(rw, rewrite)
 
 
