@@ -57,7 +57,8 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 """Option → the kinds that take it (empty: all)."""
 
 DEFAULT_SCHEDULES: dict[str, str] = {
-    "llvm": "kernel-tensorize{{vector-bits={vector_bits}}},kernel-vectorize,kernel-parallelize"
+    "llvm": "kernel-tensorize{{vector-bits={vector_bits} winograd-min-channels=32}},"
+    "kernel-vectorize,kernel-parallelize"
 }
 """Target kind → its default schedule (:attr:`Target.default_schedule`);
 ``{vector_bits}`` is the target's :attr:`Target.vector_bits`."""
@@ -170,12 +171,13 @@ class Target:
         as a pipeline string (``ember-translate --emit=schedule`` prints it;
         ``ember.build(..., options={"schedule": ...})`` replaces it).
 
-        The CPU's: dense and matmul contractions as register-tiled
+        The CPU's: conv2d, dense and matmul contractions as register-tiled
         micro-kernels shaped for :attr:`vector_bits` (``kernel-tensorize``),
-        then one thread team over the outer loops of each loop nest left
-        unscheduled, vectors in its innermost loop.  The conv2d micro-kernels
-        still come from the kernel generators
-        (:mod:`ember.lowering.graph_to_kernel`)."""
+        3×3 stride-1 conv2d layers of at least 32 channels as Winograd
+        convolutions where its rule takes them
+        (:func:`~ember.lowering.winograd.winograd_transform`), then one
+        thread team over the outer loops of each loop nest left
+        unscheduled, vectors in its innermost loop."""
         schedule = DEFAULT_SCHEDULES.get(self.kind, "")
         return schedule.format(vector_bits=self.vector_bits) if "{vector_bits}" in schedule else schedule
 

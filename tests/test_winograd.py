@@ -329,3 +329,23 @@ def test_build_option_turns_winograd_off() -> None:
         winograd = any("Winograd F(2x2, 3x3) convolution" in r.message for r in lib.remarks)
         assert winograd is (minimum == 1)
         assert_within_bound(lib["main"](x).numpy(), want, magnitude_bound(text, x, w))
+
+
+@pytest.mark.parametrize("channels,size,chosen", [(64, 16, True), (16, 16, False), (64, 4, False)])
+def test_the_llvm_default_schedule_runs_winograd_where_the_rule_takes_a_layer(
+    channels: int, size: int, chosen: bool
+) -> None:
+    """On by default (min 32 channels): a 64-channel 16×16 layer is
+    Winograd with AVX2; 16 channels, or a 4×4 plane (4 tiles), stay direct."""
+    from ember.target import Target
+
+    x, w = f"tensor<1x{channels}x{size}x{size}xf32>", f"tensor<{channels}x{channels}x3x3xf32>"
+    text = f"""
+func.func @main(%x: {x}, %w: {w}) -> {x} {{
+  %0 = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : ({x}, {w}) -> {x}
+  func.return %0 : {x}
+}}"""
+    naive = apply_passes(ember.parse(text), "lower-graph-to-kernel{vector-bits=256}")
+    scheduled = apply_passes(naive, Target.parse("llvm -mcpu=znver3").default_schedule)
+    blocks = {op.block_name.data for op in scheduled.walk() if op.name == "kernel.block"}
+    assert ("winograd_input" in blocks) is chosen
