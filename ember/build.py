@@ -73,8 +73,9 @@ BUILD_OPTIONS: dict[str, tuple[type, str]] = {
     "winograd_min_channels": (
         int,
         "3x3 stride-1 conv2d layers with at least this many input and output "
-        "channels run as Winograd F(2x2, 3x3) convolutions (default 0: none; "
-        "32 picks the layers where it measured faster alone)",
+        "channels run as Winograd F(2x2, 3x3) convolutions, 0: none: sets "
+        "winograd-min-channels of the schedule's kernel-tensorize (default: "
+        "the schedule's own; the llvm target's default schedule uses 32)",
     ),
     "schedule": (
         str,

@@ -51,10 +51,11 @@ class CompileOptions:
     """The CPU compiled for; ``Target()`` is this one (``"llvm"``)."""
     min_parallel_work: int = MIN_PARALLEL_WORK
     """Parallel loops of fewer ops stay serial (:func:`~ember.lowering.kernel_to_llvm.loop_work`)."""
-    winograd_min_channels: int = 0
-    """3×3 stride-1 conv2d layers with at least this many input and output
-    channels run as Winograd convolutions (:mod:`ember.lowering.winograd`);
-    0: none."""
+    winograd_min_channels: int | None = None
+    """Sets the ``winograd-min-channels`` option of every ``kernel-tensorize``
+    in the schedule: 3×3 stride-1 conv2d layers with at least this many
+    input and output channels run as Winograd convolutions
+    (:mod:`ember.lowering.winograd`), 0: none; ``None``: the schedule's own."""
     schedule: str | None = None
     """The schedule passes run on the kernels (a pipeline string,
     ``docs/passes.md``); ``None``: the target's
@@ -113,15 +114,16 @@ def to_kernel(
     twice."""
     from ember.context import make_context
     from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+    from ember.passes.kernel_tensorize import with_winograd_min_channels
     from ember.passes.pipeline import parse_passes
 
     schedule = parse_passes(options.kernel_schedule)  # a bad schedule fails first
+    if options.winograd_min_channels is not None:
+        schedule = with_winograd_min_channels(schedule, options.winograd_min_channels)
     kernel = graph.clone() if copy else graph
     ctx = make_context()
     LowerGraphToKernelPass(
-        vector_bits=options.target.vector_bits,
-        annotate=annotate,
-        winograd_min_channels=options.winograd_min_channels,
+        vector_bits=options.target.vector_bits, annotate=annotate
     ).apply(ctx, kernel)
     for schedule_pass in schedule:
         schedule_pass.apply(ctx, kernel)

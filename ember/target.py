@@ -58,8 +58,8 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 
 DEFAULT_SCHEDULES: dict[str, str] = {
     "llvm": (
-        "kernel-tensorize{{vector-bits={vector_bits}}},kernel-parallelize,"
-        "kernel-accumulate-rows,kernel-separate-window,kernel-vectorize"
+        "kernel-tensorize{{vector-bits={vector_bits} winograd-min-channels=32}},"
+        "kernel-parallelize,kernel-accumulate-rows,kernel-separate-window,kernel-vectorize"
     )
 }
 """Target kind → its default schedule (:attr:`Target.default_schedule`);
@@ -173,14 +173,16 @@ class Target:
         as a pipeline string (``ember-translate --emit=schedule`` prints it;
         ``ember.build(..., options={"schedule": ...})`` replaces it).
 
-        The CPU's: dense and matmul contractions as register-tiled
+        The CPU's: conv2d, dense and matmul contractions as register-tiled
         micro-kernels shaped for :attr:`vector_bits` (``kernel-tensorize``),
-        then one thread team over the outer loops of each loop nest left
+        3×3 stride-1 conv2d layers of at least 32 channels as Winograd
+        convolutions where its rule takes them
+        (:func:`~ember.lowering.winograd.winograd_transform`), then one
+        thread team over the outer loops of each loop nest left
         unscheduled, a reduction per element made a row of accumulators
         where its loop walks the input's rows (``kernel-accumulate-rows``),
-        a max window's rows first (``kernel-separate-window``), and vectors in the loops that hold no loop.  The conv2d micro-kernels
-        still come from the kernel generators
-        (:mod:`ember.lowering.graph_to_kernel`)."""
+        a max window's rows first (``kernel-separate-window``), and vectors
+        in the loops that hold no loop."""
         schedule = DEFAULT_SCHEDULES.get(self.kind, "")
         return schedule.format(vector_bits=self.vector_bits) if "{vector_bits}" in schedule else schedule
 

@@ -10,7 +10,6 @@ one kernel and checked the same way.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,6 @@ from ember.lowering.graph_to_kernel import (
     kernel_stem,
     lower_group,
     make_group,
-    weight_packing,
 )
 from ember.passes.bind_params import bind_params_in_place
 from ember.passes.kernel_tensorize import KernelTensorizePass
@@ -302,19 +300,8 @@ def test_weight_packing_layout() -> None:
     assert not packed[1, :, :, 1:].any()
 
 
-def test_weight_packing_skips_grouped_conv2d_and_shared_weights() -> None:
-    target = VectorTarget(256)
-    grouped = _ops_of(
-        binary("conv2d", "1x4x4x4", "4x2x3x3", "1x4x2x2", attrs="{groups = 2}")
-    )
-    assert weight_packing(make_group(grouped), target) is None
-    shared = _ops_of("""
-func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
-  %0 = graph.dense %x, %x : (tensor<3x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
-  func.return %0 : tensor<3x3xf32>
-}""")
-    assert weight_packing(make_group(shared), target) is None
-    # ... but its kernel still reads panels, packed at run time.
+def test_a_shared_weight_is_packed_at_run_time() -> None:
+    # The dense's weight is also its input: its kernel packs it per call.
     check(
         """
 func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
@@ -322,9 +309,6 @@ func.func @main(%x: tensor<3x3xf32>) -> tensor<3x3xf32> {
   func.return %0 : tensor<3x3xf32>
 }"""
     )
-    # dense is lowered naive: kernel-tensorize packs its weight.
-    dense = _ops_of(binary("dense", "4x8", "40x8", "4x40"))
-    assert weight_packing(make_group(dense), target) is None
 
 
 # A short reduction over wide rows: 3 channels × 3×3 taps, 20 outputs wide
@@ -336,7 +320,6 @@ WIDE_ROWS_CONV = binary(
 
 def test_conv2d_with_short_reduction_over_wide_rows_stays_row_vectorised() -> None:
     (op,) = _ops_of(WIDE_ROWS_CONV)
-    assert weight_packing(make_group([op]), VectorTarget(VECTOR_BITS)) is None
     lowered = check(WIDE_ROWS_CONV, params={"b": _random((5, 3, 3, 3), np.float32)})
     kernel = next(op for op in lowered.ops if is_kernel(op))
     assert str(kernel.function_type.inputs.data[1]) == "memref<5x3x3x3xf32>"
@@ -375,15 +358,6 @@ def test_conv2d_row_tiles_accumulate_in_a_register_tile() -> None:
         str(op.results[0].type) for op in kernel.walk() if op.name == "memref.alloc"
     ]
     assert "memref<5x4xf32>" in scratch and "memref<20xf32>" not in scratch
-
-
-def test_lower_group_rejects_packing_an_input_that_is_not_a_weight() -> None:
-    (op,) = _ops_of(binary("dense", "2x4", "3x4", "2x3"))
-    group = replace(make_group([op]), packed=(op.operands[0],))
-    with pytest.raises(
-        PassError, match="only the weight of a Winograd conv2d anchor"
-    ):
-        lower_group(group, "dense", VectorTarget(256))
 
 
 def test_vector_target_rejects_odd_widths() -> None:
@@ -950,24 +924,19 @@ JIT_CASES = {
 
 
 def _run_compiled(text: str, target: VectorTarget, prepack: bool) -> None:
-    """Compile @main's ops as one kernel for ``target`` (the weight packed by
-    numpy or by the kernel) and compare with the reference interpreter."""
+    """Compile @main's ops as one kernel for ``target`` (the weight bound and
+    packed at bind time, or packed by the kernel) and compare with the
+    reference interpreter."""
     from ember.backends.cpu import compile_kernels
 
     module = ember.parse(text)
     args = _inputs(module, positive=True)
     (expected,) = ember.interpret(module, "main", *args)
-    group = make_group(_ops_of_module(module))
-    arrays = dict(zip(_main(module).args, args))
-    if prepack and weight_packing(group, target) is None:
+    if prepack:
         _run_bound_compiled(text, target, args, expected)
         return
-    if prepack:
-        found = weight_packing(group, target)
-        assert found is not None
-        weight, packing = found
-        arrays[weight] = packing.pack(arrays[weight])
-        group = replace(group, packed=(weight,))
+    group = make_group(_ops_of_module(module))
+    arrays = dict(zip(_main(module).args, args))
     kernels = ModuleOp([lower_group(group, "k", target)])
     KernelTensorizePass(vector_bits=target.bits).apply(Context(), kernels)
     jit = compile_kernels(kernels)
@@ -1031,5 +1000,4 @@ def test_row_vectorised_conv2d_compiled(bits: int) -> None:
         "conv2d", "1x3x9x80", "16x3x3x3", "1x16x9x80", attrs="{padding = [1, 1, 1, 1]}"
     )
     (op,) = _ops_of(text)
-    assert weight_packing(make_group([op]), VectorTarget(bits)) is None
     _run_compiled(text, VectorTarget(bits), prepack=False)

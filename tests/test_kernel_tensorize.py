@@ -193,6 +193,10 @@ def test_a_nest_that_is_not_the_named_op_is_left_alone() -> None:
     [
         ("kernel-tensorize{ops=dense,conv3d}", "kernel-tensorize: unknown op 'conv3d' in ops="),
         ("kernel-tensorize{vector-bits=48}", "kernel-tensorize: vector-bits must be .* got 48"),
+        (
+            "kernel-tensorize{winograd-min-channels=-1}",
+            "kernel-tensorize: winograd-min-channels must be 0 .* got -1",
+        ),
     ],
 )
 def test_kernel_tensorize_rejects_bad_options(pipeline, message) -> None:

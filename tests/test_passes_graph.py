@@ -425,8 +425,8 @@ def test_option_values_take_the_options_declared_type() -> None:
     # A string option keeps digits and dots as text, as mlir-opt reads it.
     (bind,) = parse_passes("bind-params{file=/tmp/w.v1.npz names=0,w.1 entry=3}")
     assert (bind.file, bind.names, bind.entry) == ("/tmp/w.v1.npz", ("0", "w.1"), "3")  # type: ignore[attr-defined]
-    passes = parse_passes("cse,lower-graph-to-kernel{vector-bits=256 pack-weights=false}")
-    assert (passes[1].vector_bits, passes[1].pack_weights) == (256, False)  # type: ignore[attr-defined]
+    passes = parse_passes("cse,lower-graph-to-kernel{vector-bits=256 annotate=true}")
+    assert (passes[1].vector_bits, passes[1].annotate) == (256, True)  # type: ignore[attr-defined]
 
 
 def test_registry_merges_xdsl_and_ember_passes() -> None:

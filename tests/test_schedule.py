@@ -157,7 +157,7 @@ def test_kernel_pack_layout_is_sound(program, axis, lanes) -> None:
     for arg, name in zip(main.body.block.args, names):
         arg.name_hint = name
     bind_arguments(module, "main", dict(zip(names, program.inputs)))
-    plain = apply_passes(module, "lower-graph-to-kernel{vector-bits=256 pack-weights=false}")
+    plain = apply_passes(module, "lower-graph-to-kernel{vector-bits=256}")
     sites = [
         (call.callee, n)
         for call in plain.walk()

@@ -22,7 +22,9 @@ from ember.interp.kernel_impls import run_kernel
 from ember.lowering.graph_to_kernel import VectorTarget, lower_group, make_group
 from ember.lowering.winograd import F2X2_3X3, WinogradPacking, winograd_transform
 from ember.passes.bind_params import bind_params_in_place
+from ember.passes.kernel_tensorize import KernelTensorizePass
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+from ember.passes.pipeline import apply_passes
 
 WINOGRAD_ERROR_ULPS = 16
 """Bound of the test, in units of ε · (|x| ⊛ |w|): measured errors stay
@@ -71,8 +73,10 @@ def conv_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
     c = draw(st.integers(1, 5))
     k = draw(st.integers(1, 6))
     padding = tuple(draw(st.integers(0, 1)) for _ in range(4))
-    h = draw(st.integers(max(1, 3 - padding[0] - padding[2]), 9))
-    w = draw(st.integers(max(1, 3 - padding[1] - padding[3]), 9))
+    # Outputs of 3×3 or more: at least 4 tiles, two micro-kernel tiles of
+    # columns at vector-bits=32, so that the rule takes every case.
+    h = draw(st.integers(5 - padding[0] - padding[2], 9))
+    w = draw(st.integers(5 - padding[1] - padding[3], 9))
     return (n, c, h, w), k, padding
 
 
@@ -89,18 +93,48 @@ def test_winograd_matches_direct_convolution(
     x = rng.standard_normal(data).astype(np.float32)
     w = rng.standard_normal((out_channels, data[1], 3, 3)).astype(np.float32)
     (want,) = ember.interpret(ember.parse(text), "main", x, w)
-    lib = ember.build(text, options={"winograd_min_channels": 1})
+    lib = ember.build(text, options={"schedule": SCHEDULE_32})
     got = lib["main"](x, w).numpy()
     assert_within_bound(got, want, magnitude_bound(text, x, w))
+
+
+@settings(max_examples=max(3, settings.default.max_examples // 6))
+@given(case=conv_cases(), seed=st.integers(0, 2**16), bound=st.booleans())
+def test_winograd_schedule_matches_the_naive_kernel(
+    case: tuple[tuple[int, ...], int, tuple[int, ...]], seed: int, bound: bool
+) -> None:
+    """``kernel-tensorize{winograd-min-channels=1}`` against the naive
+    kernel it rewrites, both run by the kernel interpreter: the weight an
+    argument (transformed by the kernel) or bound (transformed at bind time)."""
+    data, out_channels, padding = case
+    text = conv_text(data, out_channels, padding)  # type: ignore[arg-type]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(data).astype(np.float32)
+    w = rng.standard_normal((out_channels, data[1], 3, 3)).astype(np.float32)
+    module = ember.parse(text)
+    if bound:
+        bind_params_in_place(module, {"w": w}, "main")
+    inputs = [x] if bound else [x, w]
+    naive = apply_passes(module, "lower-graph-to-kernel{vector-bits=32}")
+    scheduled = apply_passes(naive, "kernel-tensorize{vector-bits=32 winograd-min-channels=1}")
+    blocks = {op.block_name.data for op in scheduled.walk() if op.name == "kernel.block"}
+    assert "winograd_input" in blocks and ("winograd_weight" in blocks) is not bound
+    (want,) = ember.interpret(naive, "main", *inputs)
+    (got,) = ember.interpret(scheduled, "main", *inputs)
+    assert_within_bound(got, want, magnitude_bound(text, x, w))
+
+
+SCHEDULE_32 = "kernel-tensorize{vector-bits=32 winograd-min-channels=1},kernel-vectorize,kernel-parallelize"
+"""Winograd for every 3×3 layer of at least 4 tiles (tiles shaped for
+32-bit vectors: correct on any CPU)."""
 
 
 def _lowered(text: str, params: dict[str, np.ndarray] | None = None) -> ember.ir.ModuleOp:
     module = ember.parse(text)
     if params:
         bind_params_in_place(module, params, "main")
-    LowerGraphToKernelPass(vector_bits=64, winograd_min_channels=1).apply(
-        Context(), module
-    )
+    LowerGraphToKernelPass(vector_bits=32).apply(Context(), module)
+    KernelTensorizePass(vector_bits=32, winograd_min_channels=1).apply(Context(), module)
     ember.verify_module(module)
     return module
 
@@ -144,17 +178,22 @@ func.func @main(%x: tensor<2x2x5x3x{t}>, %w: tensor<3x2x3x3x{t}>, %g: tensor<3x{
     main = next(op for op in module.ops if op.sym_name.data == "main")
     ops = list(main.body.block.ops)[:-1]
     group = make_group(ops)
-    kernel = lower_group(group, "fused", VectorTarget(64, winograd_min_channels=1))
+    kernel = lower_group(group, "fused", VectorTarget(32))
+    kernel_module = ember.ir.ModuleOp([kernel])
+    KernelTensorizePass(vector_bits=32, winograd_min_channels=1).apply(Context(), kernel_module)
     blocks = {op.block_name.data for op in kernel.walk() if op.name == "kernel.block"}
     assert {"winograd_weight", "winograd_input", "winograd_output"} <= blocks
-    kernel_module = ember.ir.ModuleOp([kernel])
     rng = np.random.default_rng(1)
     numpy_type = np.float16 if dtype == "f16" else np.float32
     args = [rng.standard_normal(tuple(a.type.get_shape())).astype(numpy_type) for a in main.args]
     args[5] = np.abs(args[5]) + numpy_type(0.5)  # variance
     (want,) = ember.interpret(module, "main", *args)
     got = np.full(want.shape, np.nan, want.dtype)
-    run_kernel(kernel_module, "fused", *args, got)
+    # The workspace (V, M) the kernel took as two more output arguments.
+    workspace = [
+        np.full(a.type.get_shape(), np.nan, np.float32) for a in kernel.body.block.args[-2:]
+    ]
+    run_kernel(kernel_module, "fused", *args, got, *workspace)
     tolerance = 2e-3 if dtype == "f16" else 1e-5
     np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
 
@@ -164,13 +203,35 @@ def _conv_op(text: str) -> ember.dialects.graph.GraphOp:
     return next(iter(main.body.block.ops))
 
 
+def _transform(op: ember.dialects.graph.GraphOp, target: VectorTarget) -> object:
+    """The rule on ``op``'s sizes, checked against what ``kernel-tensorize``
+    makes of ``op``'s naive kernel (a grouped conv never reaches the rule:
+    its nest is not the one-group contraction the pass matches)."""
+    kernels = ember.ir.ModuleOp([lower_group(make_group([op]), "k", target)])
+    minimum = target.winograd_min_channels
+    KernelTensorizePass(vector_bits=target.bits, winograd_min_channels=minimum).apply(
+        Context(), kernels
+    )
+    blocks = {b.block_name.data for b in kernels.walk() if b.name == "kernel.block"}
+    if op.attr("groups") != 1:
+        assert "winograd_input" not in blocks
+        return None
+    out_channels, in_channels, kh, kw = op.operands[1].type.get_shape()
+    out_size = op.results[0].type.get_shape()[2:]
+    transform = winograd_transform(
+        in_channels, out_channels, (kh, kw), op.attr("strides"), op.attr("dilation"), out_size, target
+    )
+    assert ("winograd_input" in blocks) is (transform is not None)
+    return transform
+
+
 @pytest.mark.parametrize(
     "channels,attrs,chosen",
     [
         (64, "padding = [1, 1, 1, 1]", True),
         (32, "", True),
         (16, "padding = [1, 1, 1, 1]", False),  # too few channels
-        (128, "padding = [1, 1, 1, 1]", False),  # a band holds too few tiles
+        (128, "padding = [1, 1, 1, 1]", True),
         (64, "strides = [2, 2]", False),
         (64, "dilation = [2, 2]", False),
         (64, "groups = 2", False),
@@ -191,8 +252,22 @@ func.func @main(%x: {x}, %w: {w}) -> {y} {{
   func.return %0 : {y}
 }}"""
     target = VectorTarget(256, winograd_min_channels=32)
-    assert (winograd_transform(_conv_op(text), target) is F2X2_3X3) is chosen
-    assert winograd_transform(_conv_op(text), VectorTarget(256)) is None  # off by default
+    assert (_transform(_conv_op(text), target) is F2X2_3X3) is chosen
+    assert _transform(_conv_op(text), VectorTarget(256)) is None  # off by default
+
+
+@pytest.mark.parametrize("bits,chosen", [(256, False), (128, True)])
+def test_a_plane_of_fewer_than_two_micro_kernel_tiles_stays_direct(bits: int, chosen: bool) -> None:
+    """A 7×7 output is 16 2×2 tiles: one micro-kernel tile of columns with
+    AVX2 (direct), two with 128-bit vectors (Winograd)."""
+    x, w = "tensor<1x64x7x7xf32>", "tensor<64x64x3x3xf32>"
+    text = f"""
+func.func @main(%x: {x}, %w: {w}) -> {x} {{
+  %0 = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : ({x}, {w}) -> {x}
+  func.return %0 : {x}
+}}"""
+    target = VectorTarget(bits, winograd_min_channels=32)
+    assert (_transform(_conv_op(text), target) is F2X2_3X3) is chosen
 
 
 def test_a_3x3_convolution_of_5x5_kernels_is_direct() -> None:
@@ -202,20 +277,75 @@ func.func @main(%x: tensor<1x64x8x8xf32>, %w: tensor<64x64x5x5xf32>) -> tensor<1
   func.return %0 : tensor<1x64x4x4xf32>
 }"""
     target = VectorTarget(256, winograd_min_channels=32)
-    assert winograd_transform(_conv_op(text), target) is None
+    assert _transform(_conv_op(text), target) is None
+
+
+def test_the_workspace_is_planned_memory_not_allocated_per_call() -> None:
+    """Every call of a Winograd kernel (two layers share one) gets two more
+    results, V and M, which nothing reads: plan-memory gives them offsets in
+    the program's workspace, and the kernel allocates no scratch of theirs."""
+    t = "tensor<1x8x6x6xf32>"
+    text = f"""
+func.func @main(%x: {t}, %w: tensor<8x8x3x3xf32>) -> {t} {{
+  %0 = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : ({t}, tensor<8x8x3x3xf32>) -> {t}
+  %1 = graph.conv2d %0, %w {{padding = [1, 1, 1, 1]}} : ({t}, tensor<8x8x3x3xf32>) -> {t}
+  func.return %1 : {t}
+}}"""
+    module = apply_passes(
+        ember.parse(text),
+        "lower-graph-to-kernel{vector-bits=32},"
+        "kernel-tensorize{vector-bits=32 winograd-min-channels=1},plan-memory",
+    )
+    calls = [op for op in module.walk() if op.name == "graph.call_kernel"]
+    assert len(calls) == 2 and len({call.callee for call in calls}) == 1
+    shapes = {(16, 9, 10)}  # 9 tiles in 10 columns, 8 channels + 1
+    for call in calls:
+        assert [r.type.get_shape() for r in call.results[1:]] == [(16, 9, 10)] * 2
+        assert all(not r.uses for r in call.results[1:])
+        assert all(offset >= 0 for offset in call.attributes["ember.offsets"].get_values()[1:])
+    kernel = next(op for op in module.ops if is_kernel(op))
+    allocated = {tuple(op.results[0].type.get_shape()) for op in kernel.walk() if op.name == "memref.alloc"}
+    assert not allocated & shapes
+    x = np.random.default_rng(3).standard_normal((1, 8, 6, 6)).astype(np.float32)
+    w = np.random.default_rng(4).standard_normal((8, 8, 3, 3)).astype(np.float32)
+    (want,) = ember.interpret(ember.parse(text), "main", x, w)
+    got = ember.build(text, options={"schedule": SCHEDULE_32})["main"](x, w).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_build_option_turns_winograd_off() -> None:
-    """``winograd_min_channels`` 0 (the default) or above the channel counts
-    compiles the same conv direct; both agree with the reference."""
-    text = conv_text((1, 4, 6, 6), 4, (1, 1, 1, 1))
+    """``winograd_min_channels`` 0 or above the channel counts compiles the
+    conv direct, 1 as Winograd (a 16×16 output: 64 tiles, enough for the
+    rule with AVX2 and AVX-512); all agree with the reference."""
+    text = conv_text((1, 4, 16, 16), 4, (1, 1, 1, 1))
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32)
+    x = rng.standard_normal((1, 4, 16, 16)).astype(np.float32)
     w = rng.standard_normal((4, 4, 3, 3)).astype(np.float32)
     (want,) = ember.interpret(ember.parse(text), "main", x, w)
-    for minimum, kind in ((1, "Winograd F(2x2, 3x3)"), (0, "direct"), (5, "direct")):
+    for minimum in (1, 0, 5):
         lib = ember.build(
             text, params={"w": w}, options={"winograd_min_channels": minimum}, remarks=True
         )
-        assert any(f"{kind} convolution" in r.message for r in lib.remarks)
+        winograd = any("Winograd F(2x2, 3x3) convolution" in r.message for r in lib.remarks)
+        assert winograd is (minimum == 1)
         assert_within_bound(lib["main"](x).numpy(), want, magnitude_bound(text, x, w))
+
+
+@pytest.mark.parametrize("channels,size,chosen", [(64, 16, True), (16, 16, False), (64, 4, False)])
+def test_the_llvm_default_schedule_runs_winograd_where_the_rule_takes_a_layer(
+    channels: int, size: int, chosen: bool
+) -> None:
+    """On by default (min 32 channels): a 64-channel 16×16 layer is
+    Winograd with AVX2; 16 channels, or a 4×4 plane (4 tiles), stay direct."""
+    from ember.target import Target
+
+    x, w = f"tensor<1x{channels}x{size}x{size}xf32>", f"tensor<{channels}x{channels}x3x3xf32>"
+    text = f"""
+func.func @main(%x: {x}, %w: {w}) -> {x} {{
+  %0 = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : ({x}, {w}) -> {x}
+  func.return %0 : {x}
+}}"""
+    naive = apply_passes(ember.parse(text), "lower-graph-to-kernel{vector-bits=256}")
+    scheduled = apply_passes(naive, Target.parse("llvm -mcpu=znver3").default_schedule)
+    blocks = {op.block_name.data for op in scheduled.walk() if op.name == "kernel.block"}
+    assert ("winograd_input" in blocks) is chosen

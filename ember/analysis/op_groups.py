@@ -50,10 +50,6 @@ class OpGroup:
     ops: tuple[GraphOp, ...]
     inputs: tuple[SSAValue, ...]
     outputs: tuple[SSAValue, ...]
-    packed: tuple[SSAValue, ...] = ()
-    """Inputs the caller passes already packed into weight panels (see
-    :func:`~ember.lowering.graph_to_kernel.weight_packing`): set by a pass that packed a constant weight at
-    compile time; any other weight is packed by the kernel itself."""
 
 
 def short_name(op: Operation) -> str:
@@ -230,5 +226,4 @@ def group_key(group: OpGroup) -> Hashable:
     )
     inputs = tuple(v.type for v in group.inputs)
     outputs = tuple(position[v] for v in group.outputs)
-    packed = tuple(position[v] for v in group.packed)
-    return (ops, inputs, outputs, packed)
+    return (ops, inputs, outputs)

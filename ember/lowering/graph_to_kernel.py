@@ -32,8 +32,8 @@ Performance-minded loop structures (correctness first; schedules refine):
 * conv2d (one group), and dense after ``kernel-tensorize``:
   register-blocked products (the micro-kernels of XDSL_NOTES).  The weight is read in *panels* of output channels moved
   innermost (OIHW → O/16·I·H·W·16o, TVM's ``AlterOpLayout``), packed at
-  compile time when it is a constant (``OpGroup.packed``, done by the
-  ``lower-graph-to-kernel`` pass) and by the kernel itself otherwise.  A tile
+  compile time when it is a constant (by ``kernel-tensorize``) and by the
+  kernel itself otherwise.  A tile
   of (flattened output pixels or rows) × (one panel) accumulates in a small
   scratch buffer whose lane loop is ``vectorized``: LLVM keeps it in vector
   registers, so a reduction step is one panel load, a broadcast per pixel
@@ -66,7 +66,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import arith, memref
@@ -109,9 +108,6 @@ from ember.dialects.graph_registry import (
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, mark_kernel
 from ember.errors import PassError
 
-if TYPE_CHECKING:
-    from ember.lowering.winograd import WinogradPacking
-
 __all__ = [
     "GroupTable",
     "OpGroup",
@@ -124,7 +120,6 @@ __all__ = [
     "lower_group",
     "make_group",
     "unsupported_reason",
-    "weight_packing",
 ]
 
 # --------------------------------------------------------------------------
@@ -1085,7 +1080,8 @@ class WeightPacking:
 
     ``W[o, r…]`` becomes ``P[o // lanes, r…, o % lanes]`` in f32, the
     channels past the end zero.  The kernel packs a weight itself at every
-    call unless the caller passes it packed (``OpGroup.packed``).
+    call unless the caller passes it packed (``kernel-tensorize`` packs a
+    constant at bind time).
     """
 
     lanes: int
@@ -1103,38 +1099,6 @@ class WeightPacking:
         panels = padded.reshape(blocks, self.lanes, *rest)
         order = (0, *range(2, len(rest) + 2), 1)
         return np.ascontiguousarray(panels.transpose(order))
-
-
-def weight_packing(
-    group: OpGroup, target: VectorTarget
-) -> tuple[SSAValue, WeightPacking | WinogradPacking] | None:
-    """The input of ``group`` that its caller may pass packed, and how, or
-    ``None``.
-
-    That is the weight of a Winograd conv2d anchor, when no other op of the
-    group reads it (they need it as it is); conv2d, dense and matmul are
-    lowered naive and ``kernel-tensorize`` packs theirs.  A pass may pack
-    it at compile time when it is a constant, and list it in
-    ``OpGroup.packed``; otherwise the kernel packs it at run time.
-    """
-    anchor = group.ops[0]
-    packing = _panel_packing(anchor, target)
-    if packing is None:
-        return None
-    weight = anchor.operands[1]
-    if (
-        any(weight in op.operands for op in group.ops[1:])
-        or weight is anchor.operands[0]
-    ):
-        return None
-    return weight, packing
-
-
-def _panel_packing(op: GraphOp, target: VectorTarget) -> WinogradPacking | None:
-    """How conv2d ``op``'s Winograd kernel reads its weight, or ``None``."""
-    from ember.lowering.winograd import winograd_packing
-
-    return winograd_packing(op, target) if op.name == "graph.conv2d" else None
 
 
 def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
@@ -1158,14 +1122,9 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     (input channel, kernel tap); ``kernel-tensorize`` makes it a
     register-blocked product over weight panels or row tiles
     (:mod:`ember.lowering.conv_rows`).  Grouped convolutions keep the
-    row-vectorised loop nest (:func:`_gen_conv2d_rows`); Winograd, when the
-    target turns it on, is generated here (:mod:`ember.lowering.winograd`)."""
-    packing = _panel_packing(op, low.target)
-    if packing is not None:
-        from ember.lowering.winograd import gen_conv2d_winograd
-
-        gen_conv2d_winograd(em, low, op, packing)
-        return
+    row-vectorised loop nest (:func:`_gen_conv2d_rows`).  Winograd is a
+    schedule too: ``kernel-tensorize{winograd-min-channels=…}`` rewrites
+    the naive nest of a layer its rule chooses (:mod:`ember.lowering.winograd`)."""
     if op.attr("groups") != 1:
         _gen_conv2d_rows(em, low, op)
         return
@@ -1536,27 +1495,15 @@ def lower_group(
     """The kernel ``@name`` computing ``group``: inputs, then output buffers.
 
     ``target`` shapes the register-blocked kernels (default: this host's
-    vector width).  Inputs in ``group.packed`` are f32 weight panels
-    (:func:`weight_packing`), the rest have their graph types as memrefs.
+    vector width).  Inputs and outputs have their graph types as memrefs.
     """
     target = target if target is not None else VectorTarget.host()
-    packing = weight_packing(group, target)
-    for value in group.packed:
-        if packing is None or packing[0] is not value:
-            raise PassError(
-                f"lower-graph-to-kernel: kernel @{name} cannot take a packed "
-                "input: only the weight of a Winograd conv2d anchor is packed "
-                "here (kernel-tensorize packs conv2d, dense and matmul weights)"
-            )
     values = [*group.inputs, *group.outputs]
     types = []
     for value in values:
         t = value.type
         assert isinstance(t, TensorType)  # graph values are verified tensors
-        if value in group.packed and packing is not None:
-            types.append(MemRefType(f32, packing[1].shape(t.get_shape())))
-        else:
-            types.append(MemRefType(t.element_type, t.get_shape()))
+        types.append(MemRefType(t.element_type, t.get_shape()))
     body = Block(arg_types=types)
     for arg, arg_name in zip(body.args, _argument_names(group)):
         arg.name_hint = arg_name
@@ -1584,15 +1531,7 @@ def _report_schedule(
     parts: list[str] = []
     args: dict[str, object] = {"kernel": func.sym_name.data, "vector_bits": target.bits}
     if first.name == "graph.conv2d":
-        from ember.lowering.winograd import winograd_transform
-
-        transform = winograd_transform(first, target)
-        if transform is None:
-            parts.append("direct convolution")
-        else:
-            m = transform.m
-            parts.append(f"Winograd F({m}x{m}, 3x3) convolution")
-            args["winograd_tile"] = m
+        parts.append("direct convolution")
     loops = [op for op in func.walk() if isinstance(op, ForOp)]
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]

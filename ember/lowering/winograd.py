@@ -7,25 +7,36 @@ Neural Networks", 2016)::
 
     Y = Aᵀ [ Σ_c (G g_kc Gᵀ) ⊙ (Bᵀ d_c B) ] A
 
-The kernel runs it in four steps, each a plain loop nest:
+The kernel runs it in four steps, each a plain loop nest, steps 2-4 once
+per image over all its tiles:
 
 1. the input is copied, zero-padded, so that whole ``α × α`` windows exist
    for every output tile (TVM's ``pad_temp``);
 2. *input transform*: ``V[ξ, c, t] = (Bᵀ d B)[ξ]`` for every tile ``t`` and
-   channel, the tile loop ``vectorized``;
+   channel, the channels ``parallel``, the tile loop ``vectorized``;
 3. ``α²`` independent products ``M[ξ, k, t] = Σ_c U[ξ, c, k] V[ξ, c, t]``,
    by the register-blocked GEMM micro-kernel of :mod:`ember.lowering.gemm`
    (vector along the tiles ``t``, a broadcast of ``U`` per output channel):
-   ``V`` and ``M`` are read and written as whole vectors, with no transpose;
+   ``V`` and ``M`` are read and written as whole vectors, with no transpose,
+   and each ``U[ξ]`` is read once per image;
 4. *output transform*: ``Y = Aᵀ M A`` per tile, stored through the group's
    epilogue (batch_norm, relu… stay fused); tiles cut by the edge of the
    output store only their rows and columns inside it.
 
-The transformed weight ``U = G g Gᵀ`` is computed at bind time when the
-weight is a constant (:class:`WinogradPacking`, packed by the
-``lower-graph-to-kernel`` pass like the weight panels of direct kernels) and by the kernel
-otherwise.  Winograd is chosen per layer by :func:`winograd_transform`'s
-rule.  This is TVM's ``conv2d_nchw_winograd`` (``topi/nn/winograd_util.py``
+``V`` and ``M`` (3.2 MB each for a 64-channel 56×56 layer) are a
+*workspace* the kernel takes as two more output arguments, planned once by
+``plan-memory`` with the program's other buffers (:class:`WinogradConv`).
+Measured on one Zen 3 core, 64 channels at 56×56: 1.6 ms, against 2.3 ms
+for the former bands of 32 tiles on the stack, which re-read all of ``U``
+per band (and which deeper layers could not use at all).
+
+The lowering emits every conv2d as its naive contraction; the schedule
+pass ``kernel-tensorize`` (option ``winograd-min-channels``) rewrites a
+naive nest that :func:`winograd_transform`'s rule chooses into this kernel
+(:func:`emit_conv2d_winograd`).  The transformed weight ``U = G g Gᵀ`` is
+computed at bind time when the weight is a constant (:class:`WinogradPacking`,
+packed by that pass like the weight panels of direct kernels) and by the
+kernel otherwise.  This is TVM's ``conv2d_nchw_winograd`` (``topi/nn/winograd_util.py``
 for the matrices) with ``pre_computed`` weights.
 
 Numerics: the transforms add and scale values before the products, so the
@@ -35,7 +46,7 @@ docs/kernel-dialect.md, "Winograd convolution", for the bound the tests use).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -44,8 +55,6 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import SSAValue
 
-from ember.dialects import graph
-from ember.dialects.graph import GraphOp
 from ember.lowering import graph_to_kernel as g2k
 from ember.lowering.gemm import (
     Emitter,
@@ -83,53 +92,57 @@ F2X2_3X3 = WinogradTransform(
 )
 """F(2×2, 3×3): 16 products per 4 outputs (direct: 36); every transform
 coefficient is 0, ±1 or ±1/2, so the transforms round almost nothing.
-(F(4×4, 3×3) needs 36 per 16 but coefficients up to 8 and 1/24: several
-times the error, and bands four times the scratch.)"""
+(F(4×4, 3×3) needs 36 per 16 but coefficients up to 8 and 1/24: measured
+20× the error for little or no time saved, docs/kernel-dialect.md.)"""
 
 WINOGRAD_TRANSFORM = F2X2_3X3
 """The transform chosen layers use."""
 
 
 def winograd_transform(
-    op: GraphOp, target: g2k.VectorTarget
+    in_channels: int,
+    out_channels: int,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilation: Sequence[int],
+    out_size: Sequence[int],
+    target: g2k.VectorTarget,
 ) -> WinogradTransform | None:
-    """The Winograd transform ``op`` is computed with, or ``None`` (direct).
+    """The Winograd transform a one-group conv2d of these sizes is computed
+    with, or ``None`` (direct): the rule of ``kernel-tensorize``'s
+    ``winograd-min-channels`` option (``target.winograd_min_channels``; 0:
+    never).
 
-    The rule: a 3×3, stride-1, dilation-1, one-group conv2d with at least
-    ``target.winograd_min_channels`` input and output channels (0, the
-    default, is never: see docs/kernel-dialect.md for why; 32 is the
-    threshold the measurements below suggest),
-    when a band of two micro-kernel tiles of output tiles (32 on AVX2) fits
-    :data:`CHUNK_BYTES`: at most 64 channels with AVX2.  The transforms cost
-    about ``2α²`` additions per tile and channel against ``9m² - α²``
-    multiply-adds saved per pair of channels, so they pay with many channels;
-    but the products of a band re-read all of ``U`` (``α²·C·K`` floats), so
-    they pay only while a band holds enough tiles.  Measured on one Zen 3
-    core (min of interleaved runs, a loaded machine: rough), conv + bn +
-    relu: 64 channels at 56×56 9.0 ms Winograd vs 14.2 direct; 128 at 28×28
-    10.9 vs 7.5, 256 at 14×14 16 vs 4.8, 512 at 7×7 45 vs 12 (bands of 16,
-    8 and 4 tiles) — those stay direct."""
-    if op.name != "graph.conv2d" or op.attr("groups") != 1:
-        return None
-    out_channels, in_channels, kh, kw = graph.shape_of(op.operands[1])
-    if (kh, kw) != (3, 3) or tuple(op.attr("strides")) != (1, 1):
-        return None
-    if tuple(op.attr("dilation")) != (1, 1):
+    A 3×3, stride-1, dilation-1 convolution with at least
+    ``target.winograd_min_channels`` input and output channels and at least
+    :data:`MIN_TILE_WIDTHS` micro-kernel tiles of output tiles per image
+    (32 2×2 tiles with AVX2, a 12×12 output; 64 with AVX-512).  The
+    transforms cost about ``2α²`` additions per tile and channel against
+    ``9m² - α²`` multiply-adds saved per pair of channels, so they pay with
+    many channels; the products run over whole micro-kernel tiles of output
+    tiles, so a plane of fewer wastes the rest.  Measured on one Zen 3 core
+    (conv + bias + relu, min of 25 interleaved runs on a loaded machine),
+    direct → Winograd: 16 channels at 56×56 0.24 → 0.19 ms, 32 at 56×56
+    0.79 → 0.50, 64 at 56×56 2.7 → 1.6, 64 at 14×14 0.21 → 0.18, 128 at
+    28×28 2.6 → 2.0, 256 at 14×14 2.7 → 2.2, and 512 at 7×7 (16 tiles, one
+    micro-kernel tile) 3.38 → 3.35: no gain for the larger error, so
+    direct."""
+    if tuple(kernel) != (3, 3) or tuple(strides) != (1, 1) or tuple(dilation) != (1, 1):
         return None
     minimum = target.winograd_min_channels
     if minimum <= 0 or min(in_channels, out_channels) < minimum:
         return None
     transform = WINOGRAD_TRANSFORM
-    if _band_capacity(transform, in_channels, out_channels) < 2 * tile_shape(target)[1]:
+    m = transform.m
+    tiles = -(-out_size[0] // m) * -(-out_size[1] // m)
+    if tiles < MIN_TILE_WIDTHS * tile_shape(target)[1]:
         return None
     return transform
 
 
-def _band_capacity(
-    transform: WinogradTransform, in_channels: int, out_channels: int
-) -> int:
-    """Most tiles a band's scratch holds within :data:`CHUNK_BYTES`."""
-    return CHUNK_BYTES // (4 * transform.alpha**2 * max(in_channels, out_channels))
+MIN_TILE_WIDTHS = 2
+"""Fewest micro-kernel tiles of output tiles (per image) a Winograd layer
+has (see :func:`winograd_transform`)."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +154,8 @@ class WinogradPacking:
     columns, not the reduction (with ``U[ξ, k, c]`` it transposed and spilled).
 
     The interface of :class:`~ember.lowering.graph_to_kernel.WeightPacking`
-    (``shape``, ``pack``), so the ``lower-graph-to-kernel`` pass transforms
-    a constant weight at bind time without knowing the layout."""
+    (``shape``, ``pack``), so ``kernel-tensorize`` transforms a constant
+    weight at bind time the way it packs the direct kernels' panels."""
 
     transform: WinogradTransform
 
@@ -156,12 +169,6 @@ class WinogradPacking:
         g_matrix = np.array(self.transform.g, dtype=np.float64)
         u = np.einsum("xi,kcij,yj->xyck", g_matrix, array.astype(np.float64), g_matrix)
         return np.ascontiguousarray(u.reshape(self.shape(array.shape)), np.float32)
-
-
-def winograd_packing(op: GraphOp, target: g2k.VectorTarget) -> WinogradPacking | None:
-    """How ``op``'s Winograd kernel reads its weight, or ``None`` if direct."""
-    transform = winograd_transform(op, target)
-    return None if transform is None else WinogradPacking(transform)
 
 
 # --------------------------------------------------------------------------
@@ -207,118 +214,138 @@ def _sandwich(
     return [[_combine(em, column, rows[x]) for column in left] for x in range(len(left))]
 
 
-CHUNK_BYTES = 128 * 1024
-"""Most bytes of each of a band's two scratch buffers (transformed input,
-products): the stack limit of ``lower-kernel-to-llvm``, so they live on the
-thread's stack.  Whole-layer buffers (3.2 MB each for a 64-channel 56×56
-layer) were malloc'd and page-faulted in again on every call: ~1700 page
-faults and 3× the direct convolution's time."""
+@dataclass(frozen=True)
+class WinogradConv:
+    """The convolution a Winograd kernel computes, as the naive conv2d nest
+    reads it: ``out[n, k, y, x] = Σ source[n, c, y + i, x + j] · g[k, c, i, j]``
+    over an already padded ``source``; each result goes to ``emit_result``
+    (the group's epilogue)."""
+
+    source: SSAValue
+    weight: SSAValue
+    """``g`` (``[K, C, 3, 3]``), or ``U`` (:class:`WinogradPacking`'s
+    layout) when ``transformed``."""
+    transformed: bool
+    out_shape: tuple[int, int, int, int]
+    emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None]
+    workspace: tuple[SSAValue, SSAValue]
+    """``V`` and ``M`` of one image (:func:`workspace_shapes`): buffers the
+    caller allocates once (``kernel-tensorize`` makes them results of the
+    kernel's calls, which ``plan-memory`` places in the program's
+    workspace).  Malloc'd per call they page-faulted in again every time
+    (~1700 faults, 3× the direct convolution's time at 64 channels)."""
+
+
+def workspace_shapes(
+    transform: WinogradTransform,
+    in_channels: int,
+    out_shape: Sequence[int],
+    target: g2k.VectorTarget,
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The shapes of the two workspace buffers, ``V[ξ, c, t]`` and ``M[ξ,
+    k, t]`` over one image's tiles ``t``, rounded up to whole micro-kernel
+    tiles of columns, with one unused channel more: with power-of-two
+    channel counts the α² planes would otherwise lie a multiple of 4 KiB
+    apart, and the transforms' α² loads or stores per tile would all fall
+    in one L1 set (measured, 128 channels at 28×28 on Zen 3: the input
+    transform 1.24 ms, 0.1 ms with the extra channel)."""
+    _, out_channels, oh, ow = out_shape
+    m, width = transform.m, tile_shape(target)[1]
+    tiles = -(-oh // m) * -(-ow // m)
+    tiles = -(-tiles // width) * width
+    positions = transform.alpha**2
+    return (positions, in_channels + 1, tiles), (positions, out_channels + 1, tiles)
 
 
 @dataclass(frozen=True)
-class _Bands:
-    """A run of ``count`` bands of ``rows`` tile rows per image, from tile
-    row ``first``; the tiles of a band keep ``kept`` of their m output rows
-    (fewer than m only in the band holding the output's last, cut row)."""
+class _Image:
+    """One image's tiles, inside the loop over images (``index``)."""
+
+    index: SSAValue
+    tile_rows: int
+    tile_columns: int
+    out_channels: int
+    out_width: int
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """``count`` tile rows from ``first``, whose tiles keep ``kept`` of their
+    m output rows (fewer only in a row cut by the output's edge)."""
 
     first: int
     count: int
-    rows: int
     kept: int
 
 
-def _band_runs(
-    out_height: int, band_tiles: int, tile_columns: int, m: int
-) -> list[_Bands]:
-    """Bands of whole tile rows, as many rows as ``band_tiles`` tiles allow
-    (a divisor of the whole rows, so one band shape covers them), then a
-    one-row band for a row cut by the output's edge."""
-    full, rest = divmod(out_height, m)
-    runs = []
-    if full:
-        most = max(1, band_tiles // tile_columns)
-        rows = max(r for r in range(1, min(most, full) + 1) if full % r == 0)
-        runs.append(_Bands(0, full // rows, rows, m))
-    if rest:
-        runs.append(_Bands(full, 1, 1, rest))
-    return runs
-
-
-def gen_conv2d_winograd(
-    em: g2k._Emitter, low: g2k._Lowering, op: GraphOp, packing: WinogradPacking
-) -> None:
-    """conv2d by Winograd (see the module docstring for the steps).  Steps
-    2-4 run per *band* of tile rows, in one ``parallel`` loop over (image,
-    band): each thread transforms its band's input into, and multiplies it
-    out of, scratch buffers small enough for its stack and its caches."""
-    data, weight = op.operands
-    n, out_channels, oh, ow = graph.shape_of(op.results[0])
-    in_channels = graph.shape_of(data)[1]
-    transform = packing.transform
-    m, positions = transform.m, transform.alpha**2
-    tile_rows, tile_columns = -(-oh // m), -(-ow // m)
-    top, left, bottom, right = op.attr("padding")
-    padded = g2k._padded_copy(
-        em,
-        low,
-        data,
-        [top, left, bottom + tile_rows * m - oh, right + tile_columns * m - ow],
-        0.0,
-    )
-    weights = _transformed_weight(em, low, op, packing)
-    band_tiles = _band_capacity(transform, in_channels, out_channels)
-    for bands in _band_runs(oh, band_tiles, tile_columns, m):
-        count = n * bands.count
-        with em.loop("band", count, "parallel" if count > 1 else "serial") as i_band:
-            # Whole micro-kernel tiles of columns: LLVM unrolls a shorter
-            # column loop (14 tiles, or a rest of 8) completely and then
-            # vectorises the reduction instead, with shuffles and spills.
-            width = tile_shape(low.target)[1]
-            tiles = -(-bands.rows * tile_columns // width) * width
-            transformed_input = em.alloc([positions, in_channels, tiles])
-            transformed_input.name_hint = "winograd_input"
-            products = em.alloc([positions, out_channels, tiles])
-            products.name_hint = "winograd_products"
-            band = _Band(i_band, n, bands, tile_columns, ow)
-            _input_transform(em, transform, band, padded, transformed_input)
-            _band_product(em, low, band, weights, transformed_input, products)
-            _output_transform(em, low, transform, band, products)
-            em.add(memref.DeallocOp.get(transformed_input))
-            em.add(memref.DeallocOp.get(products))
-    em.add(memref.DeallocOp.get(padded))
-
-
-@dataclass(frozen=True)
-class _Band:
-    """One band inside the band loop: ``index`` runs over (image, band)."""
-
-    index: SSAValue
-    images: int
-    bands: _Bands
-    tile_columns: int
-    out_width: int
-
-    def image_and_first_row(
-        self, em: g2k._Emitter, index: SSAValue
-    ) -> tuple[SSAValue, SSAValue]:
-        """The image and first tile row of band ``index`` (a block variable
-        bound to :attr:`index`)."""
-        image, band = g2k._unflatten(em, index, [self.images, self.bands.count])
-        first_row = em.affine([(band, self.bands.rows)], self.bands.first)
-        return image, first_row
-
-
-def _band_product(
+def emit_conv2d_winograd(
     em: g2k._Emitter,
-    low: g2k._Lowering,
-    band: _Band,
+    conv: WinogradConv,
+    transform: WinogradTransform,
+    target: g2k.VectorTarget,
+) -> None:
+    """conv2d by Winograd (see the module docstring for the steps), one
+    image at a time: its whole input transformed into the workspace, the
+    α² products over all its tiles (each ``U[ξ]`` read once per image, not
+    once per band of tiles), the output transformed; the threads share the
+    channels of the transforms and the tiles of the products."""
+    n, out_channels, oh, ow = conv.out_shape
+    m = transform.m
+    tile_rows, tile_columns = -(-oh // m), -(-ow // m)
+    padded, scratch = _whole_windows(em, conv.source, tile_rows * m + 2, tile_columns * m + 2)
+    weights = conv.weight if conv.transformed else _transformed_weight(em, conv.weight, transform)
+    transformed_input, products = conv.workspace
+    full, rest = divmod(oh, m)
+    row_runs = [_Rows(0, full, m)] if full else []
+    if rest:
+        row_runs.append(_Rows(full, 1, rest))
+    with em.loop("image", n) as i_image:
+        image = _Image(i_image, tile_rows, tile_columns, out_channels, ow)
+        _input_transform(em, transform, image, padded, transformed_input)
+        _product(em, target, weights, transformed_input, products)
+        for rows in row_runs:
+            _output_transform(em, conv.emit_result, transform, image, rows, products)
+    if scratch:
+        em.add(memref.DeallocOp.get(padded))
+    if not conv.transformed:
+        em.add(memref.DeallocOp.get(weights))
+
+
+def _whole_windows(
+    em: g2k._Emitter, source: SSAValue, height: int, width: int
+) -> tuple[SSAValue, bool]:
+    """``source``, or a zero-extended f32 copy of it when the tiles cut by
+    the output's bottom or right edge read past it (their extra rows and
+    columns are never stored, but must not be garbage); and whether it is
+    the copy (scratch)."""
+    n, channels, h, w = memref_shape(source)
+    if h >= height and w >= width and source.type.element_type == f32:  # type: ignore[attr-defined]
+        return source, False
+    extended = em.alloc([n, channels, height, width])
+    extended.name_hint = "winograd_pad"
+    with (
+        em.nest(["n", "c", "h", "w"], [n, channels, height, width]) as ivs,
+        em.kblock("winograd_pad_fill", g2k._spatial(ivs)) as vs,
+    ):
+        em.store(em.const(0.0, f32), extended, vs)
+    with (
+        em.nest(["n", "c", "h", "w"], [n, channels, h, w]) as ivs,
+        em.kblock("winograd_pad_copy", g2k._spatial(ivs)) as vs,
+    ):
+        em.store(em.load_widened(source, vs), extended, vs)
+    return extended, True
+
+
+def _product(
+    em: g2k._Emitter,
+    target: g2k.VectorTarget,
     weights: SSAValue,
     transformed_input: SSAValue,
     products: SSAValue,
 ) -> None:
     """``products[ξ, k, t] = Σ_c weights[ξ, c, k] · transformed_input[ξ, c, t]``."""
-    positions, in_channels, tiles = memref_shape(transformed_input)
-    out_channels = memref_shape(products)[1]
+    positions, _, tiles = memref_shape(transformed_input)
+    _, in_channels, out_channels = memref_shape(weights)
 
     def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
         return em.load(weights, [*batch, *red, row])
@@ -338,7 +365,7 @@ def _band_product(
         b_at,
         raw_store(products),
     )
-    emit_row_product(em, product, low.target)
+    emit_row_product(em, product, target)
 
 
 def memref_shape(buffer: SSAValue) -> tuple[int, ...]:
@@ -350,17 +377,18 @@ def memref_shape(buffer: SSAValue) -> tuple[int, ...]:
 def _input_transform(
     em: g2k._Emitter,
     transform: WinogradTransform,
-    band: _Band,
+    image: _Image,
     padded: SSAValue,
     out: SSAValue,
 ) -> None:
     """``out[ξ, c, t] = (Bᵀ d B)[ξ]`` for the ``α × α`` window ``d`` of the
-    band's tile ``t``."""
+    image's tile ``t``."""
     m, alpha = transform.m, transform.alpha
-    positions, in_channels, tiles = memref_shape(out)
-    used = band.bands.rows * band.tile_columns
+    positions, _, tiles = memref_shape(out)
+    in_channels = memref_shape(padded)[1]
+    used = image.tile_rows * image.tile_columns
     if tiles > used:
-        # Zeros in the columns past the band's tiles: their products are
+        # Zeros in the columns past the image's tiles: their products are
         # never read, but must not be NaN or denormal garbage.
         with (
             em.nest(
@@ -371,26 +399,24 @@ def _input_transform(
             em.kblock("winograd_input_zero", g2k._spatial(ivs)) as (vx, vc, vt),
         ):
             em.store(em.const(0.0, f32), out, [vx, vc, em.add_index(vt, used)])
-    extents = [in_channels, band.bands.rows, band.tile_columns]
+    extents = [in_channels, image.tile_rows, image.tile_columns]
     with (
-        em.nest(["c", "ty", "tx"], extents, ["serial", "serial", "vectorized"]) as ivs,
-        em.kblock("winograd_input", g2k._spatial([band.index, *ivs])) as vs,
+        em.nest(["c", "ty", "tx"], extents, ["parallel", "serial", "vectorized"]) as ivs,
+        em.kblock("winograd_input", g2k._spatial([image.index, *ivs])) as vs,
     ):
-        vband, vc, vty, vtx = vs
-        image, first_row = band.image_and_first_row(em, vband)
-        row = em.add_index(first_row, vty)
+        vimage, vc, vty, vtx = vs
         window = [
             [
                 em.load(
                     padded,
-                    [image, vc, em.affine([(row, m)], i), em.affine([(vtx, m)], j)],
+                    [vimage, vc, em.affine([(vty, m)], i), em.affine([(vtx, m)], j)],
                 )
                 for j in range(alpha)
             ]
             for i in range(alpha)
         ]
         values = _sandwich(em, transform.bt, window)
-        tile = em.affine([(vty, band.tile_columns), (vtx, 1)])
+        tile = em.affine([(vty, image.tile_columns), (vtx, 1)])
         for x in range(alpha):
             for y in range(alpha):
                 em.store(values[x][y], out, [em.index(x * alpha + y), vc, tile])
@@ -398,81 +424,77 @@ def _input_transform(
 
 def _output_transform(
     em: g2k._Emitter,
-    low: g2k._Lowering,
+    emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None],
     transform: WinogradTransform,
-    band: _Band,
+    image: _Image,
+    rows: _Rows,
     products: SSAValue,
 ) -> None:
-    """``Y = Aᵀ M A`` per tile of the band, through the epilogue: one nest
+    """``Y = Aᵀ M A`` per tile of ``rows``, through the epilogue: one nest
     for the whole tile columns, one for a column cut by the output's edge."""
     m = transform.m
-    full, rest = divmod(band.out_width, m)
+    full, rest = divmod(image.out_width, m)
     column_runs = [(0, full, m)] if full else []
     if rest:
         column_runs.append((full, 1, rest))
     for column_run in column_runs:
-        _output_nest(em, low, transform, band, products, column_run)
+        _output_nest(em, emit_result, transform, image, rows, products, column_run)
 
 
 def _output_nest(
     em: g2k._Emitter,
-    low: g2k._Lowering,
+    emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None],
     transform: WinogradTransform,
-    band: _Band,
+    image: _Image,
+    rows: _Rows,
     products: SSAValue,
     column_run: tuple[int, int, int],
 ) -> None:
-    """Tiles of ``column_run`` (``(first, count, kept)``: the tile columns
-    and how many of their m output columns are inside the output)."""
+    """Tiles of ``rows`` × ``column_run`` (``(first, count, kept)``: the
+    tile columns and how many of their m output columns are inside the
+    output)."""
     m, alpha = transform.m, transform.alpha
     column_start, column_count, kept_columns = column_run
-    out_channels = memref_shape(products)[1]
-    extents = [out_channels, band.bands.rows, column_count]
-    kinds = ["serial", "serial", "vectorized" if column_count > 1 else "serial"]
+    extents = [image.out_channels, rows.count, column_count]
+    kinds = ["parallel", "serial", "vectorized" if column_count > 1 else "serial"]
     with (
         em.nest(["k", "ty", "tx"], extents, kinds) as ivs,
-        em.kblock("winograd_output", g2k._spatial([band.index, *ivs])) as vs,
+        em.kblock("winograd_output", g2k._spatial([image.index, *ivs])) as vs,
     ):
-        vband, vk, vty, vtx = vs
-        image, first_row = band.image_and_first_row(em, vband)
-        row = em.add_index(first_row, vty)
+        vimage, vk, vty, vtx = vs
+        row = em.add_index(vty, rows.first)
         column = em.add_index(vtx, column_start)
-        tile = em.affine([(vty, band.tile_columns), (column, 1)])
+        tile = em.affine([(row, image.tile_columns), (column, 1)])
         sums = [
             [em.load(products, [em.index(x * alpha + y), vk, tile]) for y in range(alpha)]
             for x in range(alpha)
         ]
         values = _sandwich(em, transform.at, sums)
-        for i in range(band.bands.kept):
+        for i in range(rows.kept):
             for j in range(kept_columns):
-                at = [image, vk, em.affine([(row, m)], i), em.affine([(column, m)], j)]
-                low.emit_result(em, values[i][j], at)
+                at = [vimage, vk, em.affine([(row, m)], i), em.affine([(column, m)], j)]
+                emit_result(em, values[i][j], at)
 
 
 def _transformed_weight(
-    em: g2k._Emitter, low: g2k._Lowering, op: GraphOp, packing: WinogradPacking
+    em: g2k._Emitter, weight: SSAValue, transform: WinogradTransform
 ) -> SSAValue:
-    """``U``: the kernel argument if the caller transformed it at bind time,
-    else a scratch buffer computed here."""
-    weight = op.operands[1]
-    if weight in low.group.packed:
-        return low.buffer(weight)
-    out_channels, in_channels, kh, kw = graph.shape_of(weight)
-    alpha = packing.transform.alpha
-    transformed = em.alloc(packing.shape([out_channels, in_channels, kh, kw]))
+    """``U`` of a weight that is not bound at build time: a scratch buffer
+    computed here, at every call."""
+    out_channels, in_channels, kh, kw = memref_shape(weight)
+    alpha = transform.alpha
+    transformed = em.alloc(WinogradPacking(transform).shape([out_channels, in_channels, kh, kw]))
     transformed.name_hint = "winograd_weight"
-    source = low.buffer(weight)
     with (
         em.nest(["k", "c"], [out_channels, in_channels]) as ivs,
         em.kblock("winograd_weight", g2k._spatial(ivs)) as (vk, vc),
     ):
         taps = [
-            [em.load_widened(source, [vk, vc, em.index(i), em.index(j)]) for j in range(3)]
+            [em.load_widened(weight, [vk, vc, em.index(i), em.index(j)]) for j in range(3)]
             for i in range(3)
         ]
-        values = _sandwich(em, packing.transform.g, taps)
+        values = _sandwich(em, transform.g, taps)
         for x in range(alpha):
             for y in range(alpha):
                 em.store(values[x][y], transformed, [em.index(x * alpha + y), vc, vk])
     return transformed
-

@@ -23,7 +23,11 @@ kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel
 ```
 
 * ``conv2d`` (one group, over its padded input: ``out[n, o, y, x] =
-  Σ in[n, c, y·sh + i·dh, x·sw + j·dw] · w[o, c, i, j]``): tiles of output
+  Σ in[n, c, y·sh + i·dh, x·sw + j·dw] · w[o, c, i, j]``): Winograd
+  F(2×2, 3×3) for a 3×3 stride-1 layer of at least ``winograd-min-channels``
+  channels that :func:`~ember.lowering.winograd.winograd_transform`'s rule
+  takes (:mod:`ember.lowering.winograd`, the weight transformed into ``U``);
+  else tiles of output
   pixels × a panel of output channels over the weight in panels
   (OIHW → O/L·I·H·W·L), or row tiles (:mod:`ember.lowering.conv_rows`)
   for a short reduction over wide rows
@@ -45,24 +49,25 @@ at must be exactly the op's; a nest that differs is left as it is.  The
 fused epilogue is the naive store block's own ops, cloned at every element
 of a tile, not regenerated from the graph.
 
-The weight (conv2d in panels, dense) or B (matmul) is repacked where it is bound, like
+The weight (conv2d in panels or Winograd's ``U``, dense) or B (matmul) is repacked where it is bound, like
 ``kernel-pack-layout``: when every ``graph.call_kernel`` of the kernel
 passes a ``graph.constant`` there and the kernel reads it only in the
 product, each constant is replaced by its packed copy (once per constant)
 and the kernel reads the packed argument; otherwise the kernel packs it
 into scratch at every call.  The tiles' products are exactly the naive
 kernel's: each sum adds the same products in the same order, so results
-are bit for bit the same.
+are bit for bit the same — except Winograd's, which round differently
+within the bound docs/kernel-dialect.md gives ("Winograd convolution").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp, f32
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp, TensorType, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
@@ -76,6 +81,14 @@ from ember.errors import PassError
 from ember.lowering import gemm
 from ember.lowering import graph_to_kernel as g2k
 from ember.lowering import microkernels as mk
+from ember.lowering.winograd import (
+    WinogradConv,
+    WinogradPacking,
+    WinogradTransform,
+    emit_conv2d_winograd,
+    winograd_transform,
+    workspace_shapes,
+)
 from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 
 Variable = tuple[str, int]
@@ -398,6 +411,7 @@ class _Rewrite:
     packable: bool
     """Whether ``b`` may change layout (:func:`_read_only_in_product`)."""
     packer: WeightPacker
+    module: ModuleOp
 
     def arg(self, n: int) -> SSAValue:
         return self.kernel.body.block.args[n]
@@ -406,7 +420,7 @@ class _Rewrite:
         """``operand`` at its indices, the variables bound by ``at`` (f32)."""
         return em.load_widened(operand.buffer, [_emit_index(em, i, at) for i in operand.indices])
 
-    def packed_b(self, packing: g2k.WeightPacking | gemm.ColumnPanels) -> SSAValue | None:
+    def packed_b(self, packing: Packing) -> SSAValue | None:
         """The packed ``b`` argument, when its callers bind it (repacked now)."""
         if self.bound is None or not self.packable:
             return None
@@ -555,7 +569,8 @@ def _is_conv2d(c: Contraction) -> bool:
 
 
 def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
-    """Direct convolution: register tiles of output pixels × a panel of
+    """Winograd when its rule chooses the layer (:func:`_winograd`), else
+    direct convolution: register tiles of output pixels × a panel of
     output channels over the weight in panels; a short reduction over wide
     rows keeps the vector along the output row (row tiles,
     :mod:`ember.lowering.conv_rows`)."""
@@ -565,6 +580,11 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
     sh, sw, dh, dw = params
     n, out_channels, oh, ow = c.spatial
     in_channels, kh, kw = c.reduction
+    transform = winograd_transform(
+        in_channels, out_channels, (kh, kw), (sh, sw), (dh, dw), (oh, ow), rw.target
+    )
+    if transform is not None:
+        return _winograd(rw, em, transform)
     source = c.a.buffer
     weight = rw.arg(c.b.arg)  # type: ignore[arg-type]
     epilogue = _Epilogue(c)
@@ -615,6 +635,52 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
     )
 
 
+def _winograd(rw: _Rewrite, em: g2k._Emitter, transform: WinogradTransform) -> str:
+    """A 3×3 stride-1 conv2d by Winograd (:mod:`ember.lowering.winograd`),
+    its weight transformed into ``U`` where it is bound."""
+    c = rw.contraction
+    packed = rw.packed_b(WinogradPacking(transform))
+    weight = packed if packed is not None else rw.arg(c.b.arg)  # type: ignore[arg-type]
+    in_channels = c.reduction[0]
+    shapes = workspace_shapes(transform, in_channels, c.spatial, rw.target)
+    workspace = _workspace(rw, shapes, ("winograd_input", "winograd_products"))
+    conv = WinogradConv(
+        c.a.buffer, weight, packed is not None, c.spatial, _Epilogue(c).emit_result, workspace  # type: ignore[arg-type]
+    )
+    emit_conv2d_winograd(em, conv, transform, rw.target)
+    when = "at bind time" if packed is not None else "per call"
+    m = transform.m
+    return f"Winograd F({m}x{m}, 3x3) convolution, the whole layer in a planned workspace, weight transformed {when}"
+
+
+def _workspace(
+    rw: _Rewrite, shapes: Sequence[Sequence[int]], names: Sequence[str]
+) -> tuple[SSAValue, SSAValue]:
+    """Scratch buffers of ``shapes`` the kernel takes as extra output
+    arguments: every call of it gets as many more results, which nothing
+    reads, so ``plan-memory`` places them in the program's workspace like
+    any intermediate (allocated once, not per call) and reuses the bytes
+    once the call is done."""
+    block = rw.kernel.body.block
+    types = [MemRefType(f32, list(shape)) for shape in shapes]
+    args = []
+    for t, name in zip(types, names):
+        arg = block.insert_arg(t, len(block.args))
+        arg.name_hint = name
+        args.append(arg)
+    callee = rw.kernel.sym_name.data
+    calls = [op for op in rw.module.walk() if isinstance(op, CallKernelOp) and op.callee == callee]
+    for call in calls:
+        extra = [TensorType(f32, list(shape)) for shape in shapes]
+        new = CallKernelOp(callee, call.operands, [*(r.type for r in call.results), *extra])
+        new.attributes.update(call.attributes)
+        for old, result in zip(call.results, new.results):
+            result.name_hint = old.name_hint
+        Rewriter.replace_op(call, new, new.results[: len(call.results)])
+    first, second = args
+    return first, second
+
+
 RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._Emitter], str]]] = {
     "conv2d": (_is_conv2d, _conv2d),
     "dense": (_is_dense, _dense),
@@ -635,6 +701,11 @@ class KernelTensorizePass(ModulePass):
     vector_bits: int = 0
     """Vector register width the tiles are shaped for; 0: this host's."""
 
+    winograd_min_channels: int = 0
+    """3×3 stride-1 conv2d nests with at least this many input and output
+    channels become Winograd kernels, where the rule of
+    :func:`~ember.lowering.winograd.winograd_transform` takes them; 0: none."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         unknown = [name for name in self.ops if name not in RULES]
         if unknown:
@@ -647,8 +718,14 @@ class KernelTensorizePass(ModulePass):
                 "kernel-tensorize: vector-bits must be a positive multiple of 32 "
                 f"(0: this host's), got {self.vector_bits}"
             )
-        target = g2k.VectorTarget(self.vector_bits) if self.vector_bits else g2k.VectorTarget.host()
-        packer = WeightPacker(target)
+        if self.winograd_min_channels < 0:
+            raise PassError(
+                "kernel-tensorize: winograd-min-channels must be 0 (off) or a "
+                f"positive channel count, got {self.winograd_min_channels}"
+            )
+        bits = self.vector_bits or g2k.VectorTarget.host().bits
+        target = g2k.VectorTarget(bits, winograd_min_channels=self.winograd_min_channels)
+        packer = WeightPacker()
         for kernel in kernel_functions(op):
             contraction = match_contraction(kernel)
             if contraction is None or contraction.name not in self.ops:
@@ -657,8 +734,25 @@ class KernelTensorizePass(ModulePass):
             if computes(contraction):
                 bound = _bound_callers(op, kernel, contraction.b.arg)
                 packable = _read_only_in_product(kernel, contraction)
-                rw = _Rewrite(kernel, contraction, target, bound, packable, packer)
+                rw = _Rewrite(kernel, contraction, target, bound, packable, packer, op)
                 _replace_body(rw, rewrite)
+
+
+def with_winograd_min_channels(
+    schedule: Sequence[ModulePass], minimum: int
+) -> list[ModulePass]:
+    """``schedule`` with the ``winograd-min-channels`` of each
+    ``kernel-tensorize`` set to ``minimum`` (the build option
+    ``winograd_min_channels``)."""
+    if minimum < 0:
+        raise PassError(
+            "winograd_min_channels must be 0 (off) or a positive channel count, "
+            f"got {minimum}"
+        )
+    return [
+        replace(p, winograd_min_channels=minimum) if isinstance(p, KernelTensorizePass) else p
+        for p in schedule
+    ]
 
 
 def _replace_body(rw: _Rewrite, rewrite: Callable[[_Rewrite, g2k._Emitter], str]) -> None:

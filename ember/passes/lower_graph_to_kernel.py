@@ -12,12 +12,9 @@ fused function erased once nothing calls it.
   kernels of the same name but different shapes or attributes get a
   numeric suffix (``conv2d_1``); identical kernels are generated once and
   shared (ResNet-18 has 20 conv2d ops but far fewer distinct kernels).
-* The weight of a register-blocked conv2d that is a ``graph.constant``
-  (parameters bound at build time) is packed once, here, into the panels its kernel
-  reads (:class:`~ember.lowering.graph_to_kernel.WeightPacking`, TVM's
-  ``AlterOpLayout`` + constant folding): a new constant feeds the kernel and
-  the original goes away if nothing else uses it.  Any other weight is
-  packed by the kernel at run time.  ``vector-bits`` chooses the vector
+* Every kernel reads its inputs as they are: weights are repacked (and
+  Winograd's transformed) by the schedule pass ``kernel-tensorize``,
+  through :class:`WeightPacker`.  ``vector-bits`` chooses the vector
   width kernels are shaped for (0, the default: this host's; ``ember.build``
   passes its target's).
 * ``graph.constant`` stays a constant (data, not compute);
@@ -31,7 +28,7 @@ fused function erased once nothing calls it.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from xdsl.context import Context
@@ -54,7 +51,6 @@ from ember.lowering.graph_to_kernel import (
     lower_group,
     make_group,
     unsupported_reason,
-    weight_packing,
 )
 from ember.passes.cost import total_cost
 from ember.passes.fuse_ops import (
@@ -86,25 +82,12 @@ class Packing(Protocol):
 
 class WeightPacker:
     """Packs constant weights for their kernels, each constant once per
-    layout: here for the Winograd kernels, in ``kernel-tensorize`` for the
-    micro-kernels' panels."""
+    layout (``kernel-tensorize``'s panels and Winograd transforms; TVM's
+    ``AlterOpLayout`` + constant folding): a new constant feeds the kernel
+    and the original goes away if nothing else uses it."""
 
-    def __init__(self, target: VectorTarget) -> None:
-        self.target = target
+    def __init__(self) -> None:
         self.packed: dict[tuple[ConstantOp, Hashable], SSAValue] = {}
-
-    def prepack(self, group: OpGroup) -> tuple[OpGroup, list[SSAValue]]:
-        """``group`` with its weight marked packed, and the call's operands
-        (the packed constant in place of the weight), when the weight is a
-        constant; else ``group`` and its inputs unchanged."""
-        found = weight_packing(group, self.target)
-        if found is None or not isinstance(found[0].owner, ConstantOp):
-            return group, list(group.inputs)
-        weight, packing = found
-        assert isinstance(weight.owner, ConstantOp)  # checked above
-        packed = self.pack(weight.owner, packing)
-        operands = [packed if v is weight else v for v in group.inputs]
-        return replace(group, packed=(weight,)), operands
 
     def pack(self, constant: ConstantOp, packing: Packing) -> SSAValue:
         """The constant holding ``constant`` packed by ``packing`` (made
@@ -169,12 +152,9 @@ def plan_function(
     return groups
 
 
-def replace_with_call(
-    group: OpGroup, kernel: str, operands: Sequence[SSAValue] | None = None
-) -> CallKernelOp:
+def replace_with_call(group: OpGroup, kernel: str) -> CallKernelOp:
     """Replace the ops of ``group`` by one ``graph.call_kernel @kernel``,
-    placed where the group's last op was; ``operands`` default to the group's
-    inputs (a packed weight is passed in place of its original)."""
+    placed where the group's last op was."""
     last = group.ops[-1]
     block = last.parent_block()
     assert block is not None  # graph ops live in function bodies
@@ -196,8 +176,7 @@ def replace_with_call(
                     f"lower-graph-to-kernel: '{user.name}' uses a group output "
                     f"before the group's last op\n{describe_op(user)}"
                 )
-    arguments = group.inputs if operands is None else operands
-    call = CallKernelOp(kernel, arguments, [v.type for v in group.outputs])
+    call = CallKernelOp(kernel, group.inputs, [v.type for v in group.outputs])
     replace_group(group, call)
     return call
 
@@ -219,22 +198,14 @@ class LowerGraphToKernelPass(ModulePass):
     vector_bits: int = 0
     """Vector register width kernels are shaped for; 0: this host's."""
 
-    pack_weights: bool = True
-    """Pack constant conv2d weights at compile time (dense and matmul
-    weights are packed by ``kernel-tensorize``)."""
-
     annotate: bool = False
     """Record on each ``graph.call_kernel`` the graph ops its kernel computes
     (``ember.ops``) and their estimated FLOPs (``ember.flops``): what the
     profiler reports per kernel.  ``ember.build`` turns it on."""
 
-    winograd_min_channels: int = 0
-    """3×3 stride-1 conv2d layers with at least this many input and output
-    channels use Winograd (``VectorTarget.winograd_min_channels``); 0: none."""
-
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         bits = self.vector_bits or VectorTarget.host().bits
-        target = VectorTarget(bits, winograd_min_channels=self.winograd_min_channels)
+        target = VectorTarget(bits)
         fused = fused_functions(op)
         functions = graph_functions(op)
         for function in [*fused.values(), *functions]:
@@ -245,15 +216,10 @@ class LowerGraphToKernelPass(ModulePass):
         ]
         erase_fused_functions(op)  # before naming kernels: frees their names
         table = GroupTable(op, lambda group, name: lower_group(group, name, target))
-        packer = WeightPacker(target)
         for _, groups in plans:
             for ops in groups:
                 # Built now: earlier rewrites replaced this group's operands.
                 group = make_group(ops, group_outputs(ops))
-                operands: Sequence[SSAValue] = group.inputs
-                if self.pack_weights:
-                    group, operands = packer.prepack(group)
                 annotation = profile_attributes(group.ops) if self.annotate else {}
-                call = replace_with_call(group, table.name_for(group), operands)
+                call = replace_with_call(group, table.name_for(group))
                 call.attributes.update(annotation)
-                packer.erase_unused_originals()
