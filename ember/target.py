@@ -57,7 +57,7 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 """Option → the kinds that take it (empty: all)."""
 
 DEFAULT_SCHEDULES: dict[str, str] = {
-    "llvm": "kernel-tensorize{{vector-bits={vector_bits}}},kernel-vectorize,kernel-parallelize"
+    "llvm": "kernel-pad-input,kernel-tensorize{{vector-bits={vector_bits}}},kernel-vectorize,kernel-parallelize"
 }
 """Target kind → its default schedule (:attr:`Target.default_schedule`);
 ``{vector_bits}`` is the target's :attr:`Target.vector_bits`."""

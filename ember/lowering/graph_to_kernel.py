@@ -29,7 +29,7 @@ Performance-minded loop structures (correctness first; schedules refine):
 * dense and matmul: the naive contraction (:func:`_gen_contraction`);
   the ``kernel-tensorize`` schedule pass recognises it and rewrites it into
   the micro-kernels below (:mod:`ember.passes.kernel_tensorize`).
-* conv2d (one group), and dense after ``kernel-tensorize``:
+* conv2d and dense after ``kernel-tensorize``:
   register-blocked products (the micro-kernels of XDSL_NOTES).  The weight is read in *panels* of output channels moved
   innermost (OIHW → O/16·I·H·W·16o, TVM's ``AlterOpLayout``), packed at
   compile time when it is a constant (``OpGroup.packed``, done by the
@@ -40,11 +40,13 @@ Performance-minded loop structures (correctness first; schedules refine):
   and ~12 FMAs.  Tiles are shaped by :class:`VectorTarget` (the
   compile target's vector width, :attr:`ember.target.Target.vector_bits`;
   this host's by default); (panel, tile) pairs run in ``parallel``; the
-  epilogue runs in the store.  Grouped conv2d keeps a row-vectorised nest:
-  the output channel ``parallel``, the reduction outside an innermost
-  ``vectorized`` loop over the output row, in a scratch row.
-* conv2d and the pools read a pre-padded f32 copy of the input (no bounds
-  tests in the hot loop).
+  epilogue runs in the store.  Grouped conv2d after ``kernel-tensorize``:
+  a row-vectorised nest, the output channel ``parallel``, the reduction
+  outside an innermost ``vectorized`` loop over the output row, in a
+  scratch row.
+* conv2d reads its input through the padding, guarded (:func:`_window_read`);
+  ``kernel-pad-input`` makes that a read of a pre-padded f32 copy (no bounds
+  tests in the hot loop).  The pools read such a copy made here.
 * matmul after ``kernel-tensorize``: register tiles of rows × columns over
   B in column panels (:mod:`ember.lowering.gemm`).
 * elementwise, injective, pad, slice, resize and reduction ops: plain
@@ -924,9 +926,19 @@ def _gen_conv2d_transpose(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
 def _padded_copy(
     em: _Emitter, low: _Lowering, source: SSAValue, padding: Sequence[int], fill: float
 ) -> SSAValue:
-    """An f32 copy of NCHW ``source`` padded by ``[top, left, bottom, right]``
-    with ``fill``, so window loops need no bounds tests (TVM's ``pad_temp``)."""
-    n, c, h, w = graph.shape_of(source)
+    """An f32 copy of NCHW graph value ``source`` padded by ``[top, left,
+    bottom, right]`` with ``fill`` (:func:`padded_copy`)."""
+    return padded_copy(em, low.buffer(source), padding, fill)
+
+
+def padded_copy(
+    em: _Emitter, source: SSAValue, padding: Sequence[int], fill: float
+) -> SSAValue:
+    """An f32 copy of the NCHW buffer ``source`` padded by ``[top, left,
+    bottom, right]`` with ``fill``, so window loops need no bounds tests
+    (TVM's ``pad_temp``; ``kernel-pad-input`` makes one for a naive
+    kernel's :func:`_window_read`)."""
+    n, c, h, w = source.type.get_shape()  # type: ignore[attr-defined]
     top, left, bottom, right = padding
     padded_shape = [n, c, h + top + bottom, w + left + right]
     padded = em.alloc(padded_shape)
@@ -950,7 +962,7 @@ def _padded_copy(
             em.loop("w", w, "vectorized") as i_w,
             em.kblock("pad_copy", _spatial([i_n, i_c, i_h, i_w])) as (vn, vc, vh, vw),
         ):
-            value = em.load_widened(low.buffer(source), [vn, vc, vh, vw])
+            value = em.load_widened(source, [vn, vc, vh, vw])
             at = [vn, vc, em.add_index(vh, top), em.add_index(vw, left)]
             em.store(value, padded, at)
     return padded
@@ -966,68 +978,27 @@ def _window_source(
     return low.buffer(source), em.load_widened, False
 
 
-def _gen_conv2d_rows(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Grouped conv2d: output channels in parallel, the reduction outside a
-    ``vectorized`` loop over the output row, accumulated in a scratch row."""
-    data, weight = op.operands
-    n, out_channels, oh, ow = graph.shape_of(op.results[0])
-    _, group_channels, kh, kw = graph.shape_of(weight)
-    groups = op.attr("groups")
-    group_out = out_channels // groups
-    sh, sw = op.attr("strides")
-    dh, dw = op.attr("dilation")
-    source, load_source, scratch = _window_source(
-        em, low, data, op.attr("padding"), 0.0
-    )
-    weights = low.buffer(weight)
-    with em.loop("n", n) as i_n, em.loop("oc", out_channels, "parallel") as i_oc:
-        row = em.alloc([ow])
-        row.name_hint = "acc"
-        with em.loop("oh", oh) as i_oh:
-            with (
-                em.loop("ow", ow, "vectorized") as i_ow,
-                em.kblock("conv2d_init", _spatial([i_n, i_oc, i_oh, i_ow])) as vs,
-            ):
-                em.store(em.const(0.0, f32), row, [vs[3]])
-            with (
-                em.loop("ic", group_channels) as i_ic,
-                em.loop("kh", kh) as i_kh,
-                em.loop("kw", kw) as i_kw,
-                em.loop("ow", ow, "vectorized") as i_ow,
-            ):
-                bindings = _spatial([i_n, i_oc, i_oh, i_ow]) + [
-                    (i_ic, REDUCE),
-                    (i_kh, REDUCE),
-                    (i_kw, REDUCE),
-                ]
-                with em.kblock("conv2d", bindings) as (
-                    vn,
-                    voc,
-                    voh,
-                    vow,
-                    vic,
-                    vkh,
-                    vkw,
-                ):
-                    channel = vic
-                    if groups > 1:
-                        group = em.add(arith.DivSIOp(voc, em.index(group_out)))
-                        channel = em.affine([(group, group_channels), (vic, 1)])
-                    y = em.affine([(voh, sh), (vkh, dh)])
-                    x = em.affine([(vow, sw), (vkw, dw)])
-                    a = load_source(source, [vn, channel, y, x])
-                    b = em.load_widened(weights, [voc, vic, vkh, vkw])
-                    acc = em.load(row, [vow])
-                    product = em.add(arith.MulfOp(a, b))
-                    em.store(em.add(arith.AddfOp(acc, product)), row, [vow])
-            with (
-                em.loop("ow", ow, "vectorized") as i_ow,
-                em.kblock("conv2d_store", _spatial([i_n, i_oc, i_oh, i_ow])) as vs,
-            ):
-                low.emit_result(em, em.load(row, [vs[3]]), vs)
-        em.add(memref.DeallocOp.get(row))
-    if scratch:
-        em.add(memref.DeallocOp.get(source))
+def _window_read(
+    em: _Emitter, source: SSAValue, at: Sequence[SSAValue], padding: Sequence[int], fill: float
+) -> SSAValue:
+    """NCHW ``source`` (a kernel input) at ``at = [n, c, y, x]``, ``y`` and
+    ``x`` counted in the plane padded by ``padding`` (``[top, left, ...]``),
+    ``fill`` where that is padding: the naive kernel's read of a window.
+    The load is clamped into the data and a select picks ``fill`` outside
+    it (semantics only); ``kernel-pad-input`` turns the read into one of a
+    padded copy (:func:`padded_copy`), with no tests."""
+    if not any(padding):
+        return em.load_widened(source, at)
+    vn, vc, y, x = at
+    inside: SSAValue | None = None
+    clamped: list[SSAValue] = []
+    for value, before, size in zip((y, x), padding[:2], source.type.get_shape()[2:]):  # type: ignore[attr-defined]
+        index = em.add_index(value, -before)
+        clamped.append(_min(em, _max(em, index, em.index(0)), em.index(size - 1)))
+        same = em.add(arith.CmpiOp(index, clamped[-1], "eq"))
+        inside = same if inside is None else em.add(arith.AndIOp(inside, same))
+    value = em.load_widened(source, [vn, vc, *clamped])
+    return em.add(arith.SelectOp(inside, value, em.const(fill, value.type)))
 
 
 # --------------------------------------------------------------------------
@@ -1155,38 +1126,41 @@ def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAVa
 
 
 def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Direct convolution over a pre-padded f32 copy of the input as the
-    naive contraction (:func:`_gen_contraction`) over output pixels and
-    (input channel, kernel tap); ``kernel-tensorize`` makes it a
-    register-blocked product over weight panels or row tiles
-    (:mod:`ember.lowering.conv_rows`).  Grouped convolutions keep the
-    row-vectorised loop nest (:func:`_gen_conv2d_rows`); Winograd, when the
-    target turns it on, is generated here (:mod:`ember.lowering.winograd`)."""
+    """Direct convolution as the naive contraction (:func:`_gen_contraction`)
+    over output pixels and (input channel of the group, kernel tap), reading
+    the input through its padding (:func:`_window_read`) and, with groups,
+    at channel ``(oc // out channels per group) · in channels per group + ic``.
+    ``kernel-pad-input`` reads a padded copy instead; ``kernel-tensorize``
+    makes one group a register-blocked product over weight panels or row
+    tiles, and groups the row-vectorised nest (:mod:`ember.lowering.conv_rows`).
+    Winograd, when the target turns it on, is generated here
+    (:mod:`ember.lowering.winograd`)."""
     packing = _panel_packing(op, low.target)
     if packing is not None:
         from ember.lowering.winograd import gen_conv2d_winograd
 
         gen_conv2d_winograd(em, low, op, packing)
         return
-    if op.attr("groups") != 1:
-        _gen_conv2d_rows(em, low, op)
-        return
     data, weight = op.operands
     n, out_channels, oh, ow = graph.shape_of(op.results[0])
     _, in_channels, kh, kw = graph.shape_of(weight)
+    groups = op.attr("groups")
+    group_out = out_channels // groups
     sh, sw = op.attr("strides")
     dh, dw = op.attr("dilation")
-    source, load_source, scratch = _window_source(
-        em, low, data, op.attr("padding"), 0.0
-    )
-    w = low.buffer(weight)
+    padding = op.attr("padding")
+    source, w = low.buffer(data), low.buffer(weight)
 
     def a_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
-        vn, _, voh, vow = vs
+        vn, voc, voh, vow = vs
         vic, vkh, vkw = vr
+        channel = vic
+        if groups > 1:
+            group = em.add(arith.DivSIOp(voc, em.index(group_out)))
+            channel = em.affine([(group, in_channels), (vic, 1)])
         y = em.affine([(voh, sh), (vkh, dh)])
         x = em.affine([(vow, sw), (vkw, dw)])
-        return load_source(source, [vn, vic, y, x])
+        return _window_read(em, source, [vn, channel, y, x], padding, 0.0)
 
     def b_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
         return em.load_widened(w, [vs[1], *vr])
@@ -1194,8 +1168,6 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     spatial = (("n", n), ("oc", out_channels), ("oh", oh), ("ow", ow))
     reduction = (("ic", in_channels), ("kh", kh), ("kw", kw))
     _gen_contraction(em, low, "conv2d", spatial, reduction, a_at, b_at)
-    if scratch:
-        em.add(memref.DeallocOp.get(source))
 
 
 def _gen_dense(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
@@ -1612,7 +1584,10 @@ def _report_schedule(
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]
     if not parallel and not vectorized:
-        parts.append("loops left to the schedule passes (kernel-tensorize, kernel-vectorize, kernel-parallelize)")
+        parts.append(
+            "loops left to the schedule passes "
+            "(kernel-pad-input, kernel-tensorize, kernel-vectorize, kernel-parallelize)"
+        )
     elif parallel:
         extents = sorted({_trip_count(op) for op in parallel}, reverse=True)
         parts.append(f"parallel loop of {', '.join(map(str, extents))} iterations")

@@ -38,6 +38,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "kernel-bind-gpu": _lazy("kernel_bind_gpu", "KernelBindGpuPass"),
     "plan-memory": _lazy("plan_memory", "PlanMemoryPass"),
     "kernel-tile": _lazy("kernel_tile", "KernelTilePass"),
+    "kernel-pad-input": _lazy("kernel_pad_input", "KernelPadInputPass"),
     "kernel-tensorize": _lazy("kernel_tensorize", "KernelTensorizePass"),
     "kernel-parallelize": _lazy("kernel_parallelize", "KernelParallelizePass"),
     "kernel-vectorize": _lazy("kernel_vectorize", "KernelVectorizePass"),

@@ -22,12 +22,18 @@ kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel
                                                     kernel.block "dense_store" (...) { epilogue x4 }
 ```
 
-* ``conv2d`` (one group, over its padded input: ``out[n, o, y, x] =
+* ``conv2d`` (one group, over its padded input — ``kernel-pad-input``
+  makes the naive kernel read one: ``out[n, o, y, x] =
   Σ in[n, c, y·sh + i·dh, x·sw + j·dw] · w[o, c, i, j]``): tiles of output
   pixels × a panel of output channels over the weight in panels
   (OIHW → O/L·I·H·W·L), or row tiles (:mod:`ember.lowering.conv_rows`)
   for a short reduction over wide rows
   (:func:`~ember.lowering.graph_to_kernel.in_rows`).
+* grouped ``conv2d`` (depthwise too: A read at channel
+  ``(o // O_g)·I_g + c``, ``O_g``/``I_g`` the output/input channels per
+  group): the row-vectorised nest of
+  :func:`~ember.lowering.conv_rows.emit_grouped_conv2d_rows`, weight read
+  in place.
 * ``dense`` (``out[i, j] = Σ_k x[i, k] · w[j, k]``): tiles of rows × a
   panel of units over the weight in panels (OI → O/L·I·L, the layout of
   :class:`~ember.lowering.graph_to_kernel.WeightPacking`), tile shape from
@@ -78,8 +84,10 @@ from ember.lowering import graph_to_kernel as g2k
 from ember.lowering import microkernels as mk
 from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 
-Variable = tuple[str, int]
-"""``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's."""
+Variable = tuple[str, int] | tuple[str, int, int]
+"""``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's;
+``("s", d, q)``: the result's index ``d`` divided by ``q`` (rounding down:
+grouped conv2d's group)."""
 Index = tuple[tuple[Variable, int], ...]
 """An operand index as a sum of variables times factors, sorted (no
 offsets: the naive nests index from 0); ``()`` is the constant 0."""
@@ -142,7 +150,8 @@ def _binds(block: BlockOp, ivs: Sequence[SSAValue], kinds: Sequence[str]) -> boo
 
 def _index(value: SSAValue, variables: dict[SSAValue, Variable]) -> dict[Variable, int] | None:
     """``value`` as variables times factors, if it is one (``addi``, ``muli``
-    by a constant, block variables, the constant 0)."""
+    by a constant, block variables and their ``divsi`` by a constant, the
+    constant 0)."""
     if value in variables:
         return {variables[value]: 1}
     op = value.owner
@@ -159,6 +168,10 @@ def _index(value: SSAValue, variables: dict[SSAValue, Variable]) -> dict[Variabl
         if terms is None or not isinstance(factor, arith.ConstantOp):
             return None
         return {v: f * factor.value.value.data for v, f in terms.items()}  # type: ignore[attr-defined]
+    if isinstance(op, arith.DivSIOp) and op.lhs in variables:
+        divisor = op.rhs.owner
+        if isinstance(divisor, arith.ConstantOp) and divisor.value.value.data > 0:  # type: ignore[attr-defined]
+            return {(*variables[op.lhs], divisor.value.value.data): 1}  # type: ignore[attr-defined, dict-item]
     return None
 
 
@@ -201,7 +214,7 @@ def _accumulates(block: BlockOp, acc: SSAValue) -> tuple[SSAValue, SSAValue] | N
     loads = {v.owner for v in (a, b)} | {
         v.owner.input.owner for v in (a, b) if isinstance(v.owner, arith.ExtFOp)
     }
-    index_ops = (arith.AddiOp, arith.MuliOp)
+    index_ops = (arith.AddiOp, arith.MuliOp, arith.DivSIOp)
     rest = set(ops) - {store, total, old, product, *loads}
     if not all(isinstance(op, index_ops) for op in rest):
         return None
@@ -533,21 +546,32 @@ def _is_matmul(c: Contraction) -> bool:
     )
 
 
-def _conv_params(c: Contraction) -> tuple[int, int, int, int] | None:
-    """``(sh, sw, dh, dw)`` of a one-group conv2d nest over NCHW / OIHW, or
-    ``None``: A read at ``[n, ic, oh·sh + kh·dh, ow·sw + kw·dw]``, the
-    weight at ``[oc, ic, kh, kw]``."""
+def _conv_params(c: Contraction) -> tuple[int, int, int, int, int] | None:
+    """``(sh, sw, dh, dw, group_out)`` of a conv2d nest over NCHW / OIHW,
+    or ``None``: A read at ``[n, ic, oh·sh + kh·dh, ow·sw + kw·dw]`` (one
+    group: ``group_out`` 0) or, with groups of ``group_out`` output
+    channels, at channel ``(oc // group_out)·IC + ic`` (``IC`` the input
+    channels per group); the weight at ``[oc, ic, kh, kw]``."""
     if len(c.spatial) != 4 or len(c.reduction) != 3 or c.b.arg is None:
         return None
     a, b = c.a.indices, c.b.indices
     if b != (linear(s1=1), linear(r0=1), linear(r1=1), linear(r2=1)):
         return None
-    if len(a) != 4 or a[:2] != (linear(s0=1), linear(r0=1)):
+    if len(a) != 4 or a[0] != linear(s0=1):
         return None
+    group_out = 0
+    if a[1] != linear(r0=1):
+        channel = dict(a[1])
+        groups = [v for v in channel if v[:2] == ("s", 1) and len(v) == 3]
+        if len(groups) != 1 or channel != {groups[0]: c.reduction[0], R0: 1}:
+            return None
+        group_out = groups[0][2]  # type: ignore[misc]
+        if c.spatial[1] % group_out:
+            return None
     y, x = dict(a[2]), dict(a[3])
     if set(y) != {("s", 2), ("r", 1)} or set(x) != {("s", 3), ("r", 2)}:
         return None
-    return y[("s", 2)], x[("s", 3)], y[("r", 1)], x[("r", 2)]
+    return y[("s", 2)], x[("s", 3)], y[("r", 1)], x[("r", 2)], group_out
 
 
 def _is_conv2d(c: Contraction) -> bool:
@@ -558,16 +582,27 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
     """Direct convolution: register tiles of output pixels × a panel of
     output channels over the weight in panels; a short reduction over wide
     rows keeps the vector along the output row (row tiles,
-    :mod:`ember.lowering.conv_rows`)."""
+    :mod:`ember.lowering.conv_rows`); groups the row-vectorised nest."""
     c = rw.contraction
     params = _conv_params(c)
     assert params is not None  # checked by _is_conv2d
-    sh, sw, dh, dw = params
+    sh, sw, dh, dw, group_out = params
     n, out_channels, oh, ow = c.spatial
     in_channels, kh, kw = c.reduction
     source = c.a.buffer
     weight = rw.arg(c.b.arg)  # type: ignore[arg-type]
     epilogue = _Epilogue(c)
+    if group_out:
+        from ember.lowering.conv_rows import emit_grouped_conv2d_rows
+
+        emit_grouped_conv2d_rows(
+            em, source, weight, (n, out_channels, oh, ow), (in_channels, kh, kw),
+            group_out, (sh, sw), (dh, dw), epilogue.emit_result,
+        )
+        return (
+            f"grouped convolution ({out_channels // group_out} groups): output channels "
+            "in parallel, the output row vectorized, weight read in place"
+        )
     if mk.in_rows(sw, in_channels * kh * kw, ow, rw.target):
         from ember.lowering.conv_rows import emit_conv2d_row_tiles
 
