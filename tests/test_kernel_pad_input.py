@@ -2,7 +2,8 @@
 of a padded f32 copy of its input.
 
 * Soundness: random small convolutions (padding on any side, strides,
-  dilation, groups, depthwise, f16, fused epilogues), lowered naive,
+  dilation, groups, depthwise, f16, fused epilogues) and transposed
+  convolutions (their input spread at stride steps), lowered naive,
   compute the same results bit for bit in the kernel interpreter after the
   pass, and no read of the input is left guarded.
 * The copy is as large as the windows read, not as the layer's padding.
@@ -14,23 +15,30 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import given
+from hypothesis import strategies as st
 from xdsl.dialects import arith, memref
 
 import ember
 from ember.dialects.kernel import BlockOp, kernel_functions
 from ember.passes.kernel_pad_input import window_reads
 from ember.passes.pipeline import apply_passes
-from tests.test_kernel_tensorize import SOUNDNESS, _naive, _program, convolutions
+from tests.test_kernel_tensorize import (
+    SOUNDNESS,
+    _naive,
+    _program,
+    convolutions,
+    transposed_convolutions,
+)
 from tests.test_schedule import _reversed_independent_loops
 
 
 def _conv_kernel(module):
-    [kernel] = [k for k in kernel_functions(module) if k.sym_name.data.startswith("fused_conv2d") or k.sym_name.data == "conv2d"]
+    [kernel] = [k for k in kernel_functions(module) if k.sym_name.data.removeprefix("fused_").startswith("conv2d")]
     return kernel
 
 
 @SOUNDNESS
-@given(convolutions())
+@given(st.one_of(convolutions(), transposed_convolutions()))
 def test_kernel_pad_input_is_sound(case) -> None:
     text, params, inputs = case
     naive = _naive(text, params, 256)
@@ -38,9 +46,10 @@ def test_kernel_pad_input_is_sound(case) -> None:
     ember.verify_module(padded)
     kernel = _conv_kernel(padded)
     assert window_reads(kernel) == []
-    [block] = [op for op in kernel.walk() if isinstance(op, BlockOp) and op.block_name.data == "conv2d"]
+    names = ("conv2d", "conv2d_transpose")
+    [block] = [op for op in kernel.walk() if isinstance(op, BlockOp) and op.block_name.data in names]
     assert not any(isinstance(op, arith.SelectOp) for op in block.body.block.ops)
-    if "padding = [0, 0, 0, 0]" not in text or "f16" in text:
+    if "padding = [0, 0, 0, 0]" not in text or "f16" in text or "transpose" in text:
         # The product reads the copy, which the kernel frees at the end.
         [alloc] = [op for op in kernel.body.block.ops if isinstance(op, memref.AllocOp)]
         reads = {op.memref for op in block.body.block.ops if isinstance(op, memref.LoadOp)}

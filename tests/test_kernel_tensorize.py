@@ -52,7 +52,7 @@ def _program(
     ta, tb, to = _t(a, dtype), _t(b, dtype), _t(out, dtype)
     lines = [f"  %0 = graph.{op} %a, %b {attrs} : ({ta}, {tb}) -> {to}"]
     last = "%0"
-    axis = 1 if op == "conv2d" else -1
+    axis = 1 if op.startswith("conv2d") else -1
     if epilogue == "bias_relu":
         tc = _t((out[axis],), dtype)
         lines += [
@@ -110,6 +110,39 @@ def convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str,
 
 
 @st.composite
+def transposed_convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs) of a small conv2d_transpose:
+    strides, dilation, padding (past the taps too: the input cropped),
+    output padding, groups."""
+    dtype = draw(st.sampled_from(["f32", "f32", "f16"]))
+    groups = draw(st.sampled_from([1, 1, 2]))
+    in_channels = groups * draw(st.integers(1, 2))
+    out_per_group = draw(st.integers(1, 2))
+    h, w = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    extra = [draw(st.integers(0, max(s, d) - 1)) for s, d in ((sh, dh), (sw, dw))]
+    full = [(h - 1) * sh + (kh - 1) * dh + 1 + extra[0], (w - 1) * sw + (kw - 1) * dw + 1 + extra[1]]
+    pad = [draw(st.integers(0, min(2, (f - 1) // 2))) for f in (full[0], full[1], full[0], full[1])]
+    out = (1, groups * out_per_group, full[0] - pad[0] - pad[2], full[1] - pad[1] - pad[3])
+    x, wt = (1, in_channels, h, w), (in_channels, out_per_group, kh, kw)
+    attrs = (
+        f"{{strides = [{sh}, {sw}], dilation = [{dh}, {dw}], padding = {pad}, "
+        f"output_padding = {extra}, groups = {groups}}}"
+    )
+    epilogue = draw(st.sampled_from(["none", "bias_relu"]))
+    np_type = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = {"a": rng.standard_normal(x), "b": rng.standard_normal(wt), "c": rng.standard_normal(out[1])}
+    values = {k: v.astype(np_type) for k, v in values.items()}
+    if epilogue != "bias_relu":
+        del values["c"]
+    params = {"b": values.pop("b")} if draw(st.booleans()) else {}
+    return _program("conv2d_transpose", x, wt, out, dtype, epilogue, attrs), params, values
+
+
+@st.composite
 def contractions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(program, bound params, inputs)."""
     op = draw(st.sampled_from(["dense", "matmul"]))
@@ -147,7 +180,10 @@ def _naive(text: str, params: dict[str, np.ndarray], bits: int):
 
 
 @SOUNDNESS
-@given(st.one_of(contractions(), convolutions()), st.sampled_from([64, 128, 256, 512]))
+@given(
+    st.one_of(contractions(), convolutions(), transposed_convolutions()),
+    st.sampled_from([64, 128, 256, 512]),
+)
 def test_kernel_tensorize_is_sound(case, bits) -> None:
     text, params, inputs = case
     naive = _naive(text, params, bits)

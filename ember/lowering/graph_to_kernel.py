@@ -852,75 +852,49 @@ def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
 
 
 def _gen_conv2d_transpose(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Gather form of the transposed convolution: the input is spread into a
-    zero buffer at stride steps (offset ``(K-1)·dilation``), then each output
-    pixel is a plain correlation of that buffer with the flipped window:
-    ``out[y] = Σ buf[y + pad_top + k·d] · w[K-1-k]``.  Loops say what, not
-    how: schedules may tile them later."""
+    """The gather form of the transposed convolution as the naive
+    contraction (:func:`_gen_contraction`): ``out[n, o, y, x] = Σ in[n, c,
+    (y + i·dh - t) / sh, (x + j·dw - l) / sw] · w[c, o mod O_g, KH-1-i,
+    KW-1-j]`` over the input channels ``c`` of ``o``'s group and the taps
+    ``i, j`` where the divisions are exact and inside the input
+    (:func:`_window_read`), ``t = (KH-1)·dh - top`` (``l`` likewise),
+    ``O_g`` the output channels per group.  ``kernel-pad-input`` spreads
+    the input into a zero buffer at stride steps and ``kernel-tensorize``
+    makes the loop nest over it."""
     data, weight = op.operands
-    n, channels, height, width = graph.shape_of(data)
+    channels = graph.shape_of(data)[1]
     _, per_group, kh, kw = graph.shape_of(weight)
-    _, out_channels, oh, ow = graph.shape_of(op.results[0])
+    n, out_channels, oh, ow = graph.shape_of(op.results[0])
     groups = op.attr("groups")
     in_group = channels // groups
-    sh, sw = op.attr("strides")
+    strides = op.attr("strides")
     dh, dw = op.attr("dilation")
     top, left, _, _ = op.attr("padding")
-    off_h, off_w = (kh - 1) * dh, (kw - 1) * dw
-    buf_h = max((height - 1) * sh + off_h + 1, oh + top + off_h)
-    buf_w = max((width - 1) * sw + off_w + 1, ow + left + off_w)
-    spread = em.alloc([n, channels, buf_h, buf_w])
-    spread.name_hint = "spread"
-    with (
-        em.nest(_names("z", 4), [n, channels, buf_h, buf_w]) as ivs,
-        em.kblock("conv2d_transpose_zero", _spatial(ivs)) as vs,
-    ):
-        em.store(em.const(0.0, f32), spread, vs)
-    with (
-        em.nest(_names("i", 4), [n, channels, height, width]) as ivs,
-        em.kblock("conv2d_transpose_spread", _spatial(ivs)) as (vn, vc, vh, vw),
-    ):
-        value = em.load_widened(low.buffer(data), [vn, vc, vh, vw])
-        at = [vn, vc, em.affine([(vh, sh)], off_h), em.affine([(vw, sw)], off_w)]
-        em.store(value, spread, at)
-    with em.loop("n", n) as i_n, em.loop("o", out_channels, "parallel") as i_o:
-        acc = em.alloc([1])
-        acc.name_hint = "acc"
-        with em.loop("oh", oh) as i_y, em.loop("ow", ow) as i_x:
-            pixel = _spatial([i_n, i_o, i_y, i_x])
-            with em.kblock("conv2d_transpose_init", pixel):
-                em.store(em.const(0.0, f32), acc, [em.index(0)])
-            with (
-                em.loop("ic", in_group) as i_c,
-                em.loop("kh", kh) as i_kh,
-                em.loop("kw", kw) as i_kw,
-            ):
-                bindings = pixel + [(i_c, REDUCE), (i_kh, REDUCE), (i_kw, REDUCE)]
-                with em.kblock("conv2d_transpose", bindings) as (vn, vo, vy, vx, vc, vkh, vkw):
-                    group = em.add(arith.DivSIOp(vo, em.index(per_group))) if groups > 1 else None
-                    local_o = (
-                        em.add(arith.RemSIOp(vo, em.index(per_group))) if groups > 1 else vo
-                    )
-                    channel = (
-                        em.affine([(group, in_group), (vc, 1)]) if group is not None else vc
-                    )
-                    x = em.load(
-                        spread,
-                        [vn, channel, em.affine([(vy, 1), (vkh, dh)], top),
-                         em.affine([(vx, 1), (vkw, dw)], left)],
-                    )
-                    w = em.load_widened(
-                        low.buffer(weight),
-                        [channel, local_o, em.affine([(vkh, -1)], kh - 1),
-                         em.affine([(vkw, -1)], kw - 1)],
-                    )
-                    zero = em.index(0)
-                    total = em.add(arith.AddfOp(em.load(acc, [zero]), em.add(arith.MulfOp(x, w))))
-                    em.store(total, acc, [zero])
-            with em.kblock("conv2d_transpose_store", pixel) as vs:
-                low.emit_result(em, em.load(acc, [em.index(0)]), vs)
-        em.add(memref.DeallocOp.get(acc))
-    em.add(memref.DeallocOp.get(spread))
+    before = [(kh - 1) * dh - top, (kw - 1) * dw - left]
+    source, w = low.buffer(data), low.buffer(weight)
+
+    def channel(em: _Emitter, vo: SSAValue, vc: SSAValue) -> SSAValue:
+        if groups == 1:
+            return vc
+        group = em.add(arith.DivSIOp(vo, em.index(per_group)))
+        return em.affine([(group, in_group), (vc, 1)])
+
+    def a_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        vn, vo, vy, vx = vs
+        vc, vkh, vkw = vr
+        y = em.affine([(vy, 1), (vkh, dh)])
+        x = em.affine([(vx, 1), (vkw, dw)])
+        return _window_read(em, source, [vn, channel(em, vo, vc), y, x], before, 0.0, strides)
+
+    def b_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        vo, (vc, vkh, vkw) = vs[1], vr
+        local_o = em.add(arith.RemSIOp(vo, em.index(per_group))) if groups > 1 else vo
+        at = [channel(em, vo, vc), local_o, em.affine([(vkh, -1)], kh - 1), em.affine([(vkw, -1)], kw - 1)]
+        return em.load_widened(w, at)
+
+    spatial = (("n", n), ("o", out_channels), ("oh", oh), ("ow", ow))
+    reduction = (("ic", in_group), ("kh", kh), ("kw", kw))
+    _gen_contraction(em, low, "conv2d_transpose", spatial, reduction, a_at, b_at)
 
 
 def _padded_copy(
@@ -932,15 +906,22 @@ def _padded_copy(
 
 
 def padded_copy(
-    em: _Emitter, source: SSAValue, padding: Sequence[int], fill: float
+    em: _Emitter,
+    source: SSAValue,
+    padding: Sequence[int],
+    fill: float,
+    strides: Sequence[int] = (1, 1),
 ) -> SSAValue:
     """An f32 copy of the NCHW buffer ``source`` padded by ``[top, left,
     bottom, right]`` with ``fill``, so window loops need no bounds tests
     (TVM's ``pad_temp``; ``kernel-pad-input`` makes one for a naive
-    kernel's :func:`_window_read`)."""
+    kernel's :func:`_window_read`); with ``strides`` its rows and columns
+    are spread that many steps apart, ``fill`` between them."""
     n, c, h, w = source.type.get_shape()  # type: ignore[attr-defined]
     top, left, bottom, right = padding
-    padded_shape = [n, c, h + top + bottom, w + left + right]
+    sh, sw = strides
+    spread_h, spread_w = (h - 1) * sh + 1, (w - 1) * sw + 1
+    padded_shape = [n, c, spread_h + top + bottom, spread_w + left + right]
     padded = em.alloc(padded_shape)
     padded.name_hint = "pad"
     # One parallel loop over planes, each filled (as one flat loop) and then
@@ -949,7 +930,7 @@ def padded_copy(
         em.loop("n", n) as i_n,
         em.loop("c", c, "parallel" if c > 1 else "serial") as i_c,
     ):
-        if any(padding):
+        if any(padding) or (sh, sw) != (1, 1):
             plane = padded_shape[2] * padded_shape[3]
             with (
                 em.loop("hw", plane, "vectorized") as i_hw,
@@ -963,7 +944,7 @@ def padded_copy(
             em.kblock("pad_copy", _spatial([i_n, i_c, i_h, i_w])) as (vn, vc, vh, vw),
         ):
             value = em.load_widened(source, [vn, vc, vh, vw])
-            at = [vn, vc, em.add_index(vh, top), em.add_index(vw, left)]
+            at = [vn, vc, em.affine([(vh, sh)], top), em.affine([(vw, sw)], left)]
             em.store(value, padded, at)
     return padded
 
@@ -979,23 +960,31 @@ def _window_source(
 
 
 def _window_read(
-    em: _Emitter, source: SSAValue, at: Sequence[SSAValue], padding: Sequence[int], fill: float
+    em: _Emitter,
+    source: SSAValue,
+    at: Sequence[SSAValue],
+    before: Sequence[int],
+    fill: float,
+    strides: Sequence[int] = (1, 1),
 ) -> SSAValue:
-    """NCHW ``source`` (a kernel input) at ``at = [n, c, y, x]``, ``y`` and
-    ``x`` counted in the plane padded by ``padding`` (``[top, left, ...]``),
-    ``fill`` where that is padding: the naive kernel's read of a window.
-    The load is clamped into the data and a select picks ``fill`` outside
-    it (semantics only); ``kernel-pad-input`` turns the read into one of a
-    padded copy (:func:`padded_copy`), with no tests."""
-    if not any(padding):
-        return em.load_widened(source, at)
+    """NCHW ``source`` (a kernel input) read in a window: at ``at = [n, c,
+    y, x]`` the element ``[n, c, (y - top) / sh, (x - left) / sw]``
+    (``before = [top, left]``, ``strides = [sh, sw]``) where that is a
+    whole index inside the data, else ``fill``: the naive kernel's read
+    through a conv2d's padding (strides 1) or of a transposed
+    convolution's input spread at stride steps.  The index is clamped
+    into the data and a select picks ``fill`` where it moved (semantics
+    only); ``kernel-pad-input`` makes it a read of a padded copy
+    (:func:`padded_copy`) with no tests."""
     vn, vc, y, x = at
     inside: SSAValue | None = None
     clamped: list[SSAValue] = []
-    for value, before, size in zip((y, x), padding[:2], source.type.get_shape()[2:]):  # type: ignore[attr-defined]
-        index = em.add_index(value, -before)
-        clamped.append(_min(em, _max(em, index, em.index(0)), em.index(size - 1)))
-        same = em.add(arith.CmpiOp(index, clamped[-1], "eq"))
+    sizes = source.type.get_shape()[2:]  # type: ignore[attr-defined]
+    for value, offset, stride, size in zip((y, x), before, strides, sizes):
+        index = em.add_index(value, -offset)
+        step = em.add(arith.DivSIOp(index, em.index(stride))) if stride > 1 else index
+        clamped.append(_min(em, _max(em, step, em.index(0)), em.index(size - 1)))
+        same = em.add(arith.CmpiOp(index, em.mul_index(clamped[-1], stride), "eq"))
         inside = same if inside is None else em.add(arith.AndIOp(inside, same))
     value = em.load_widened(source, [vn, vc, *clamped])
     return em.add(arith.SelectOp(inside, value, em.const(fill, value.type)))
@@ -1160,7 +1149,9 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
             channel = em.affine([(group, in_channels), (vic, 1)])
         y = em.affine([(voh, sh), (vkh, dh)])
         x = em.affine([(vow, sw), (vkw, dw)])
-        return _window_read(em, source, [vn, channel, y, x], padding, 0.0)
+        if not any(padding):
+            return em.load_widened(source, [vn, channel, y, x])
+        return _window_read(em, source, [vn, channel, y, x], padding[:2], 0.0)
 
     def b_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
         return em.load_widened(w, [vs[1], *vr])

@@ -22,6 +22,11 @@ kernel.block "conv2d" (...) {                  %pad = memref.alloc() : memref<1x
   %a = arith.select %in, %v, %zero
 ```
 
+conv2d_transpose reads its input the same way with strides: at ``y`` the
+element ``(y - top) / sh`` where that divides; its copy is the input
+spread at stride steps (``fill`` between), from the first row the windows
+read (a ``top`` below 0 crops: the read starts that far down).
+
 A window read of an f16 input without padding is copied too (widened to
 f32 once, not at every product).  A window read is one in a block with
 ``reduce`` variables whose last two indices each grow with a spatial and a
@@ -53,14 +58,16 @@ from ember.passes.kernel_tensorize import _index
 
 @dataclass(frozen=True)
 class WindowRead:
-    """A read of NCHW kernel input ``source`` at ``at`` (``y``, ``x`` in the
-    plane padded by ``before`` = (top, left)), ``fill`` outside the data."""
+    """A read of NCHW kernel input ``source`` at ``at``: ``y``, ``x`` in the
+    plane padded by ``before`` = (top, left) (negative: cropped) whose rows
+    and columns are ``strides`` apart; ``fill`` outside the data."""
 
     value: SSAValue
     """What the read yields (the select, or the widened load)."""
     source: SSAValue
     at: tuple[SSAValue, ...]
     before: tuple[int, int]
+    strides: tuple[int, int]
     fill: float
     last: tuple[int, int]
     """The largest ``y`` and ``x`` it reads."""
@@ -100,14 +107,42 @@ def _unclamped(value: SSAValue, size: int) -> SSAValue | None:
 
 
 def _unshifted(value: SSAValue) -> tuple[SSAValue, int]:
-    """``(y, before)`` for ``value = y - before`` (an ``addi`` of a negative
+    """``(y, before)`` for ``value = y - before`` (an ``addi`` of a
     constant), else ``(value, 0)``."""
     op = value.owner
     if isinstance(op, arith.AddiOp):
         offset = _constant(op.rhs)
-        if isinstance(offset, int) and offset < 0:
+        if isinstance(offset, int):
             return op.lhs, -offset
     return value, 0
+
+
+def _divided(value: SSAValue, stride: int) -> SSAValue | None:
+    """``i`` when ``value`` is ``i`` (stride 1) or ``divsi i, stride``."""
+    if stride == 1:
+        return value
+    op = value.owner
+    if isinstance(op, arith.DivSIOp) and _constant(op.rhs) == stride:
+        return op.lhs
+    return None
+
+
+def _axis(index: SSAValue, back: SSAValue, clamped: SSAValue, size: int) -> tuple[SSAValue, int, int] | None:
+    """``(y, before, stride)`` of one axis of a guarded read: the load is at
+    ``clamped = clamp(index / stride)`` and the guard compares ``index`` with
+    ``back = clamped · stride``, ``index = y - before``."""
+    op = back.owner
+    stride = 1
+    if back is not clamped:
+        factor = _constant(op.rhs) if isinstance(op, arith.MuliOp) and op.lhs is clamped else None
+        if not isinstance(factor, int) or factor < 2:
+            return None
+        stride = factor
+    step = _unclamped(clamped, size)
+    if step is None or _divided(step, stride) is not index:
+        return None
+    y, before = _unshifted(index)
+    return y, before, stride
 
 
 def _same_pairs(cond: SSAValue) -> list[tuple[SSAValue, SSAValue]]:
@@ -130,26 +165,23 @@ def _loaded(value: SSAValue, args: Sequence[SSAValue]) -> memref.LoadOp | None:
     return None
 
 
-def _guarded(
-    select: arith.SelectOp, args: Sequence[SSAValue]
-) -> tuple[SSAValue, tuple[SSAValue, ...], tuple[int, int], float] | None:
-    """``(source, at, before, fill)`` of a guarded window read
+def _guarded(select: arith.SelectOp, args: Sequence[SSAValue]) -> tuple | None:
+    """``(source, at, before, strides, fill)`` of a guarded window read
     (:func:`~ember.lowering.graph_to_kernel._window_read`): ``select(y₀ ==
-    clamp(y₀) and x₀ == clamp(x₀), source[n, c, clamp(y₀), clamp(x₀)],
-    fill)`` with ``y₀ = y - top``, ``x₀ = x - left``."""
+    clamp(y₀ / sh)·sh and x₀ == …, source[n, c, clamp(y₀ / sh), clamp(x₀ /
+    sw)], fill)`` with ``y₀ = y - top``, ``x₀ = x - left``."""
     fill = _constant(select.rhs)
     load = _loaded(select.lhs, args)
-    if not isinstance(fill, float) or load is None:
+    pairs = _same_pairs(select.cond)
+    if not isinstance(fill, float) or load is None or len(pairs) != 2:
         return None
     n, c, *clamped = load.indices
     sizes = load.memref.type.get_shape()[2:]  # type: ignore[attr-defined]
-    shifted = [_unclamped(v, size) for v, size in zip(clamped, sizes)]
-    if None in shifted:
+    axes = [_axis(i, b, v, size) for (i, b), v, size in zip(pairs, clamped, sizes)]
+    if None in axes:
         return None
-    if _same_pairs(select.cond) != list(zip(shifted, clamped)):
-        return None
-    (y, top), (x, left) = (_unshifted(v) for v in shifted)  # type: ignore[arg-type]
-    return load.memref, (n, c, y, x), (top, left), fill
+    (y, top, sh), (x, left, sw) = axes  # type: ignore[misc]
+    return load.memref, (n, c, y, x), (top, left), (sh, sw), fill
 
 
 def _largest(value: SSAValue, variables: dict[SSAValue, tuple[str, int]], extents: list[int]) -> int | None:
@@ -186,15 +218,15 @@ def window_reads(kernel: FuncOp) -> list[WindowRead]:
             elif isinstance(op, arith.ExtFOp) and isinstance(op.input.type, Float16Type):
                 load = _loaded(op.result, args)
                 if load is not None:
-                    found = load.memref, tuple(load.indices), (0, 0), 0.0
+                    found = load.memref, tuple(load.indices), (0, 0), (1, 1), 0.0
                 value = op.result
             if found is None:
                 continue
-            source, at, before, fill = found
+            source, at, before, strides, fill = found
             last = [_largest(v, variables, extents) for v in at[2:]]
             if None in last:
                 continue
-            reads.append(WindowRead(value, source, at, before, fill, tuple(last)))  # type: ignore[arg-type]
+            reads.append(WindowRead(value, source, at, before, strides, fill, tuple(last)))  # type: ignore[arg-type]
     return reads
 
 
@@ -220,18 +252,22 @@ def _erase_dead(block: Block) -> None:
 
 def _pad_inputs(kernel: FuncOp) -> list[str]:
     """Rewrite ``kernel``'s window reads; describe each copy made."""
-    reads = window_reads(kernel)
-    copies: dict[tuple[SSAValue, tuple[int, int], float], list[WindowRead]] = {}
-    for read in reads:
-        copies.setdefault((read.source, read.before, read.fill), []).append(read)
+    copies: dict[tuple, list[WindowRead]] = {}
+    for read in window_reads(kernel):
+        copies.setdefault((read.source, read.before, read.strides, read.fill), []).append(read)
     body = kernel.body.block
     made: list[str] = []
-    for (source, (top, left), fill), group in copies.items():
-        height, width = source.type.get_shape()[2:]  # type: ignore[attr-defined]
-        bottom = max(0, max(r.last[0] for r in group) - top - height + 1)
-        right = max(0, max(r.last[1] for r in group) - left - width + 1)
+    for (source, before, strides, fill), group in copies.items():
+        # The data's first row goes to row ``top`` of the copy (never
+        # above row 0: a read that starts inside the data reads further down).
+        top, left = (max(b, 0) for b in before)
+        shift = (top - before[0], left - before[1])
+        height, width = ((size - 1) * s + 1 for size, s in zip(source.type.get_shape()[2:], strides))  # type: ignore[attr-defined]
+        bottom = max(0, max(r.last[0] for r in group) + shift[0] - top - height + 1)
+        right = max(0, max(r.last[1] for r in group) + shift[1] - left - width + 1)
         staging = Block()
-        padded = g2k.padded_copy(g2k._Emitter(staging), source, [top, left, bottom, right], fill)
+        em = g2k._Emitter(staging)
+        padded = g2k.padded_copy(em, source, [top, left, bottom, right], fill, strides)
         ops = list(staging.ops)
         for op in ops:
             op.detach()
@@ -243,12 +279,18 @@ def _pad_inputs(kernel: FuncOp) -> list[str]:
             use_site: Operation = read.value.owner  # type: ignore[assignment]
             block = use_site.parent_block()
             assert block is not None
-            load = memref.LoadOp.get(padded, list(read.at))
-            block.insert_op_before(load, use_site)
-            read.value.replace_all_uses_with(load.res)
+            staging = Block()
+            em = g2k._Emitter(staging)
+            n, c, y, x = read.at
+            load = em.load(padded, [n, c, em.add_index(y, shift[0]), em.add_index(x, shift[1])])
+            for op in list(staging.ops):
+                op.detach()
+                block.insert_op_before(op, use_site)
+            read.value.replace_all_uses_with(load)
             _erase_dead(block)
         name = source.name_hint or "input"
-        made.append(f"%{name} padded by [{top}, {left}, {bottom}, {right}] into %{padded.name_hint}")
+        spread = f", rows and columns {strides[0]} and {strides[1]} apart," if strides != (1, 1) else ""
+        made.append(f"%{name}{spread} padded by [{top}, {left}, {bottom}, {right}] into %{padded.name_hint}")
     return made
 
 
