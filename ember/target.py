@@ -58,7 +58,7 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 
 DEFAULT_SCHEDULES: dict[str, str] = {
     "llvm": (
-        "kernel-tensorize{{vector-bits={vector_bits} winograd-min-channels=32}},"
+        "kernel-pad-input,kernel-tensorize{{vector-bits={vector_bits} winograd-min-channels=32}},"
         "kernel-parallelize,kernel-accumulate-rows,kernel-separate-window,kernel-vectorize"
     )
 }
@@ -173,7 +173,9 @@ class Target:
         as a pipeline string (``ember-translate --emit=schedule`` prints it;
         ``ember.build(..., options={"schedule": ...})`` replaces it).
 
-        The CPU's: conv2d, dense and matmul contractions as register-tiled
+        The CPU's: a padded copy of the input that windows read through
+        their padding (``kernel-pad-input``), conv2d, dense and matmul
+        contractions as register-tiled
         micro-kernels shaped for :attr:`vector_bits` (``kernel-tensorize``),
         3×3 stride-1 conv2d layers of at least 32 channels as Winograd
         convolutions where its rule takes them

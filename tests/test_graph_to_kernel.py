@@ -31,6 +31,7 @@ from ember.lowering.graph_to_kernel import (
     make_group,
 )
 from ember.passes.bind_params import bind_params_in_place
+from ember.passes.kernel_pad_input import KernelPadInputPass
 from ember.passes.kernel_tensorize import KernelTensorizePass
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 from ember.passes.pipeline import apply_passes
@@ -99,9 +100,11 @@ through the kernel interpreter (and the IR does not depend on the host)."""
 
 
 def lower(module: ModuleOp, vector_bits: int = VECTOR_BITS) -> ModuleOp:
-    """The kernels of ``module``: lowered, then dense and matmul made
-    micro-kernels (``kernel-tensorize``) for the same vector width."""
+    """The kernels of ``module``: lowered, then conv2d, dense and matmul
+    made micro-kernels (``kernel-pad-input``, ``kernel-tensorize``) for the
+    same vector width."""
     LowerGraphToKernelPass(vector_bits=vector_bits).apply(Context(), module)
+    KernelPadInputPass().apply(Context(), module)
     KernelTensorizePass(vector_bits=vector_bits).apply(Context(), module)
     ember.verify_module(module)
     return module
@@ -671,6 +674,7 @@ def lower_as_group(
     group = make_group(ops, chosen)
     kernel = lower_group(group, kernel_stem(group), VectorTarget(VECTOR_BITS))
     kernel_module = ModuleOp([kernel])
+    KernelPadInputPass().apply(Context(), kernel_module)
     KernelTensorizePass(vector_bits=VECTOR_BITS).apply(Context(), kernel_module)
     kernel_module.verify()
     expected = {
@@ -938,6 +942,7 @@ def _run_compiled(text: str, target: VectorTarget, prepack: bool) -> None:
     group = make_group(_ops_of_module(module))
     arrays = dict(zip(_main(module).args, args))
     kernels = ModuleOp([lower_group(group, "k", target)])
+    KernelPadInputPass().apply(Context(), kernels)
     KernelTensorizePass(vector_bits=target.bits).apply(Context(), kernels)
     jit = compile_kernels(kernels)
     got = np.full(expected.shape, np.nan, np.float32)
@@ -961,7 +966,7 @@ def _run_bound_compiled(
     bits = target.bits
     module = apply_passes(
         module,
-        f"fuse-ops,lower-graph-to-kernel{{vector-bits={bits}}},kernel-tensorize{{vector-bits={bits}}}",
+        f"fuse-ops,lower-graph-to-kernel{{vector-bits={bits}}},kernel-pad-input,kernel-tensorize{{vector-bits={bits}}}",
     )
     main = _main(module)
     (call,) = [op for op in main.body.block.ops if isinstance(op, CallKernelOp)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from xdsl.dialects import memref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,7 +52,7 @@ def _program(
     ta, tb, to = _t(a, dtype), _t(b, dtype), _t(out, dtype)
     lines = [f"  %0 = graph.{op} %a, %b {attrs} : ({ta}, {tb}) -> {to}"]
     last = "%0"
-    axis = 1 if op == "conv2d" else -1
+    axis = 1 if op.startswith("conv2d") else -1
     if epilogue == "bias_relu":
         tc = _t((out[axis],), dtype)
         lines += [
@@ -78,10 +79,12 @@ func.func @main(%a: {ta}, %b: {tb}{params}) -> {to} {{
 @st.composite
 def convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(program, bound params, inputs) of a small conv2d: strides, padding,
-    dilation, groups; wide rows of a short reduction (row tiles) too."""
+    dilation, groups (depthwise too); wide rows of a short reduction (row
+    tiles) too."""
     dtype = draw(st.sampled_from(["f32", "f32", "f16"]))
-    groups = draw(st.sampled_from([1, 1, 1, 2]))
-    in_channels = groups * draw(st.integers(1, 2))
+    kind = draw(st.sampled_from(["one", "one", "grouped", "depthwise"]))
+    groups = {"one": 1, "grouped": draw(st.integers(2, 3)), "depthwise": draw(st.integers(1, 4))}[kind]
+    in_channels = groups * (1 if kind == "depthwise" else draw(st.integers(1, 2)))
     out_channels = groups * draw(st.integers(1, 3))
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     sh, sw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
@@ -104,6 +107,39 @@ def convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str,
         del values["c"]
     params = {"b": values.pop("b")} if draw(st.booleans()) else {}
     return _program("conv2d", x, wt, out, dtype, epilogue, attrs), params, values
+
+
+@st.composite
+def transposed_convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs) of a small conv2d_transpose:
+    strides, dilation, padding (past the taps too: the input cropped),
+    output padding, groups."""
+    dtype = draw(st.sampled_from(["f32", "f32", "f16"]))
+    groups = draw(st.sampled_from([1, 1, 2]))
+    in_channels = groups * draw(st.integers(1, 2))
+    out_per_group = draw(st.integers(1, 2))
+    h, w = draw(st.integers(1, 4)), draw(st.integers(1, 5))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    extra = [draw(st.integers(0, max(s, d) - 1)) for s, d in ((sh, dh), (sw, dw))]
+    full = [(h - 1) * sh + (kh - 1) * dh + 1 + extra[0], (w - 1) * sw + (kw - 1) * dw + 1 + extra[1]]
+    pad = [draw(st.integers(0, min(2, (f - 1) // 2))) for f in (full[0], full[1], full[0], full[1])]
+    out = (1, groups * out_per_group, full[0] - pad[0] - pad[2], full[1] - pad[1] - pad[3])
+    x, wt = (1, in_channels, h, w), (in_channels, out_per_group, kh, kw)
+    attrs = (
+        f"{{strides = [{sh}, {sw}], dilation = [{dh}, {dw}], padding = {pad}, "
+        f"output_padding = {extra}, groups = {groups}}}"
+    )
+    epilogue = draw(st.sampled_from(["none", "bias_relu"]))
+    np_type = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = {"a": rng.standard_normal(x), "b": rng.standard_normal(wt), "c": rng.standard_normal(out[1])}
+    values = {k: v.astype(np_type) for k, v in values.items()}
+    if epilogue != "bias_relu":
+        del values["c"]
+    params = {"b": values.pop("b")} if draw(st.booleans()) else {}
+    return _program("conv2d_transpose", x, wt, out, dtype, epilogue, attrs), params, values
 
 
 @st.composite
@@ -144,11 +180,14 @@ def _naive(text: str, params: dict[str, np.ndarray], bits: int):
 
 
 @SOUNDNESS
-@given(st.one_of(contractions(), convolutions()), st.sampled_from([64, 128, 256, 512]))
+@given(
+    st.one_of(contractions(), convolutions(), transposed_convolutions()),
+    st.sampled_from([64, 128, 256, 512]),
+)
 def test_kernel_tensorize_is_sound(case, bits) -> None:
     text, params, inputs = case
     naive = _naive(text, params, bits)
-    schedule = f"kernel-tensorize{{vector-bits={bits}}},kernel-vectorize,kernel-parallelize"
+    schedule = f"kernel-pad-input,kernel-tensorize{{vector-bits={bits}}},kernel-vectorize,kernel-parallelize"
     tiled = apply_passes(naive, schedule)
     ember.verify_module(tiled)
     [kernel] = [k for k in kernel_functions(tiled) if k.sym_name.data != "add"]
@@ -221,9 +260,34 @@ def test_build_without_a_schedule_runs_the_naive_kernels(name) -> None:
     expected = ember.interpret(ember.parse(text), "main", a, b, c)[0]
     options = CompileOptions(schedule="")
     naive = to_kernel(to_graph(ember.parse(text), {}, options), options)
-    assert all(match_contraction(k) is not None for k in kernel_functions(naive))
+    # Naive: no padded copy of the input (conv2d reads through its padding)
+    # until kernel-pad-input makes one; then each is the contraction.
+    assert not any(isinstance(op, memref.AllocOp) for k in kernel_functions(naive) for op in k.body.block.ops)
+    padded = apply_passes(naive, "kernel-pad-input")
+    assert all(match_contraction(k) is not None for k in kernel_functions(padded))
     for schedule in ("", None):
         options = {} if schedule is None else {"schedule": schedule}
         lib = ember.build(text, "llvm", options=options, cache=False)
         got = np.asarray(lib["main"](a, b, c))
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+GROUPED = _program(
+    "conv2d", (1, 4, 6, 6), (4, 2, 3, 3), (1, 4, 4, 4), "f32", "bias_relu", "{groups = 2}"
+)
+
+
+def test_a_grouped_nest_is_recognised_by_its_channel_index() -> None:
+    """Grouped conv2d reads channel (oc // 2)·2 + ic: rewritten into the row
+    nest.  Read at (oc % 2)·2 + ic it is not a grouped conv2d, and is left."""
+    naive = _naive(GROUPED, {}, 256)
+    [contraction] = [match_contraction(k) for k in kernel_functions(naive)]
+    assert contraction is not None and contraction.name == "conv2d"  # lowered naive
+    tiled = apply_passes(naive, "kernel-tensorize{vector-bits=256}")
+    [kernel] = kernel_functions(tiled)
+    assert match_contraction(kernel) is None
+    assert [op.kind.data for op in kernel.walk() if isinstance(op, ForOp)][:2] == ["serial", "parallel"]
+    text = str(naive)
+    assert text.count("arith.divsi %voc_1") == 1
+    other = ember.parse(text.replace("arith.divsi %voc_1", "arith.remsi %voc_1"))
+    assert str(apply_passes(other, "kernel-tensorize{vector-bits=256}")) == str(other)

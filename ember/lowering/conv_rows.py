@@ -20,14 +20,23 @@ through the epilogue as whole vectors of an NCHW row.
 This is TVM's ``conv2d_nchw`` x86 schedule for small ``in_channels``
 (``reorder`` + ``vectorize`` on the output width, ``unroll`` of an
 output-channel block).
+
+Grouped conv2d (depthwise too; :func:`emit_grouped_conv2d_rows`) keeps the
+vector along the output row as well, with a scratch row of the whole width
+as its accumulator: the reduction per output channel is short (one group's
+channels × taps) and has nothing to share across channels.  Both are what
+``kernel-tensorize`` makes of the naive conv2d nest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
+from ember.dialects.kernel import REDUCE
 from ember.lowering import graph_to_kernel as g2k
 from ember.lowering.gemm import Emitter, Indices, RowProduct, emit_row_product
 
@@ -82,3 +91,65 @@ def emit_conv2d_row_tiles(
         store,
     )
     emit_row_product(em, product, target)
+
+
+def emit_grouped_conv2d_rows(
+    em: g2k._Emitter,
+    source: SSAValue,
+    weights: SSAValue,
+    shape: tuple[int, int, int, int],
+    reduction: tuple[int, int, int],
+    group_out: int,
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+    emit_result: Callable[[g2k._Emitter, SSAValue, list[SSAValue]], None],
+) -> None:
+    """Grouped conv2d (``group_out`` output channels per group, depthwise
+    too): output channels in ``parallel``, the reduction outside a
+    ``vectorized`` loop over the output row, accumulated in a scratch row.
+    ``shape`` is the result's (n, out channels, rows, columns),
+    ``reduction`` (in channels per group, kernel rows, kernel columns),
+    ``source`` the (padded) input, ``weights`` OIHW as it is."""
+    n, out_channels, oh, ow = shape
+    group_channels, kh, kw = reduction
+    grouped = group_out < out_channels
+    sh, sw = strides
+    dh, dw = dilation
+    with em.loop("n", n) as i_n, em.loop("oc", out_channels, "parallel") as i_oc:
+        row = em.alloc([ow])
+        row.name_hint = "acc"
+        with em.loop("oh", oh) as i_oh:
+            with (
+                em.loop("ow", ow, "vectorized") as i_ow,
+                em.kblock("conv2d_init", g2k._spatial([i_n, i_oc, i_oh, i_ow])) as vs,
+            ):
+                em.store(em.const(0.0, f32), row, [vs[3]])
+            with (
+                em.loop("ic", group_channels) as i_ic,
+                em.loop("kh", kh) as i_kh,
+                em.loop("kw", kw) as i_kw,
+                em.loop("ow", ow, "vectorized") as i_ow,
+            ):
+                bindings = g2k._spatial([i_n, i_oc, i_oh, i_ow]) + [
+                    (i_ic, REDUCE),
+                    (i_kh, REDUCE),
+                    (i_kw, REDUCE),
+                ]
+                with em.kblock("conv2d", bindings) as (vn, voc, voh, vow, vic, vkh, vkw):
+                    channel = vic
+                    if grouped:
+                        group = em.add(arith.DivSIOp(voc, em.index(group_out)))
+                        channel = em.affine([(group, group_channels), (vic, 1)])
+                    y = em.affine([(voh, sh), (vkh, dh)])
+                    x = em.affine([(vow, sw), (vkw, dw)])
+                    a = em.load_widened(source, [vn, channel, y, x])
+                    b = em.load_widened(weights, [voc, vic, vkh, vkw])
+                    acc = em.load(row, [vow])
+                    product = em.add(arith.MulfOp(a, b))
+                    em.store(em.add(arith.AddfOp(acc, product)), row, [vow])
+            with (
+                em.loop("ow", ow, "vectorized") as i_ow,
+                em.kblock("conv2d_store", g2k._spatial([i_n, i_oc, i_oh, i_ow])) as vs,
+            ):
+                emit_result(em, em.load(row, [vs[3]]), vs)
+        em.add(memref.DeallocOp.get(row))

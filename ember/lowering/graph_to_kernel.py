@@ -29,7 +29,7 @@ Performance-minded loop structures (correctness first; schedules refine):
 * dense and matmul: the naive contraction (:func:`_gen_contraction`);
   the ``kernel-tensorize`` schedule pass recognises it and rewrites it into
   the micro-kernels below (:mod:`ember.passes.kernel_tensorize`).
-* conv2d (one group), and dense after ``kernel-tensorize``:
+* conv2d and dense after ``kernel-tensorize``:
   register-blocked products (the micro-kernels of XDSL_NOTES).  The weight is read in *panels* of output channels moved
   innermost (OIHW → O/16·I·H·W·16o, TVM's ``AlterOpLayout``), packed at
   compile time when it is a constant (by ``kernel-tensorize``) and by the
@@ -40,11 +40,13 @@ Performance-minded loop structures (correctness first; schedules refine):
   and ~12 FMAs.  Tiles are shaped by :class:`VectorTarget` (the
   compile target's vector width, :attr:`ember.target.Target.vector_bits`;
   this host's by default); (panel, tile) pairs run in ``parallel``; the
-  epilogue runs in the store.  Grouped conv2d keeps a row-vectorised nest:
-  the output channel ``parallel``, the reduction outside an innermost
-  ``vectorized`` loop over the output row, in a scratch row.
-* conv2d and the pools read a pre-padded f32 copy of the input (no bounds
-  tests in the hot loop).
+  epilogue runs in the store.  Grouped conv2d after ``kernel-tensorize``:
+  a row-vectorised nest, the output channel ``parallel``, the reduction
+  outside an innermost ``vectorized`` loop over the output row, in a
+  scratch row.
+* conv2d reads its input through the padding, guarded (:func:`_window_read`);
+  ``kernel-pad-input`` makes that a read of a pre-padded f32 copy (no bounds
+  tests in the hot loop).  The pools read such a copy made here.
 * matmul after ``kernel-tensorize``: register tiles of rows × columns over
   B in column panels (:mod:`ember.lowering.gemm`).
 * elementwise, injective, pad, slice, resize and reduction ops: plain
@@ -843,85 +845,68 @@ def _gen_reduce(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
 
 
 def _gen_conv2d_transpose(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Gather form of the transposed convolution: the input is spread into a
-    zero buffer at stride steps (offset ``(K-1)·dilation``), then each output
-    pixel is a plain correlation of that buffer with the flipped window:
-    ``out[y] = Σ buf[y + pad_top + k·d] · w[K-1-k]``.  Loops say what, not
-    how: schedules may tile them later."""
+    """The gather form of the transposed convolution as the naive
+    contraction (:func:`_gen_contraction`): ``out[n, o, y, x] = Σ in[n, c,
+    (y + i·dh - t) / sh, (x + j·dw - l) / sw] · w[c, o mod O_g, KH-1-i,
+    KW-1-j]`` over the input channels ``c`` of ``o``'s group and the taps
+    ``i, j`` where the divisions are exact and inside the input
+    (:func:`_window_read`), ``t = (KH-1)·dh - top`` (``l`` likewise),
+    ``O_g`` the output channels per group.  ``kernel-pad-input`` spreads
+    the input into a zero buffer at stride steps and ``kernel-tensorize``
+    makes the loop nest over it."""
     data, weight = op.operands
-    n, channels, height, width = graph.shape_of(data)
+    channels = graph.shape_of(data)[1]
     _, per_group, kh, kw = graph.shape_of(weight)
-    _, out_channels, oh, ow = graph.shape_of(op.results[0])
+    n, out_channels, oh, ow = graph.shape_of(op.results[0])
     groups = op.attr("groups")
     in_group = channels // groups
-    sh, sw = op.attr("strides")
+    strides = op.attr("strides")
     dh, dw = op.attr("dilation")
     top, left, _, _ = op.attr("padding")
-    off_h, off_w = (kh - 1) * dh, (kw - 1) * dw
-    buf_h = max((height - 1) * sh + off_h + 1, oh + top + off_h)
-    buf_w = max((width - 1) * sw + off_w + 1, ow + left + off_w)
-    spread = em.alloc([n, channels, buf_h, buf_w])
-    spread.name_hint = "spread"
-    with (
-        em.nest(_names("z", 4), [n, channels, buf_h, buf_w]) as ivs,
-        em.kblock("conv2d_transpose_zero", _spatial(ivs)) as vs,
-    ):
-        em.store(em.const(0.0, f32), spread, vs)
-    with (
-        em.nest(_names("i", 4), [n, channels, height, width]) as ivs,
-        em.kblock("conv2d_transpose_spread", _spatial(ivs)) as (vn, vc, vh, vw),
-    ):
-        value = em.load_widened(low.buffer(data), [vn, vc, vh, vw])
-        at = [vn, vc, em.affine([(vh, sh)], off_h), em.affine([(vw, sw)], off_w)]
-        em.store(value, spread, at)
-    with em.loop("n", n) as i_n, em.loop("o", out_channels, "parallel") as i_o:
-        acc = em.alloc([1])
-        acc.name_hint = "acc"
-        with em.loop("oh", oh) as i_y, em.loop("ow", ow) as i_x:
-            pixel = _spatial([i_n, i_o, i_y, i_x])
-            with em.kblock("conv2d_transpose_init", pixel):
-                em.store(em.const(0.0, f32), acc, [em.index(0)])
-            with (
-                em.loop("ic", in_group) as i_c,
-                em.loop("kh", kh) as i_kh,
-                em.loop("kw", kw) as i_kw,
-            ):
-                bindings = pixel + [(i_c, REDUCE), (i_kh, REDUCE), (i_kw, REDUCE)]
-                with em.kblock("conv2d_transpose", bindings) as (vn, vo, vy, vx, vc, vkh, vkw):
-                    group = em.add(arith.DivSIOp(vo, em.index(per_group))) if groups > 1 else None
-                    local_o = (
-                        em.add(arith.RemSIOp(vo, em.index(per_group))) if groups > 1 else vo
-                    )
-                    channel = (
-                        em.affine([(group, in_group), (vc, 1)]) if group is not None else vc
-                    )
-                    x = em.load(
-                        spread,
-                        [vn, channel, em.affine([(vy, 1), (vkh, dh)], top),
-                         em.affine([(vx, 1), (vkw, dw)], left)],
-                    )
-                    w = em.load_widened(
-                        low.buffer(weight),
-                        [channel, local_o, em.affine([(vkh, -1)], kh - 1),
-                         em.affine([(vkw, -1)], kw - 1)],
-                    )
-                    zero = em.index(0)
-                    total = em.add(arith.AddfOp(em.load(acc, [zero]), em.add(arith.MulfOp(x, w))))
-                    em.store(total, acc, [zero])
-            with em.kblock("conv2d_transpose_store", pixel) as vs:
-                low.emit_result(em, em.load(acc, [em.index(0)]), vs)
-        em.add(memref.DeallocOp.get(acc))
-    em.add(memref.DeallocOp.get(spread))
+    before = [(kh - 1) * dh - top, (kw - 1) * dw - left]
+    source, w = low.buffer(data), low.buffer(weight)
+
+    def channel(em: _Emitter, vo: SSAValue, vc: SSAValue) -> SSAValue:
+        if groups == 1:
+            return vc
+        group = em.add(arith.DivSIOp(vo, em.index(per_group)))
+        return em.affine([(group, in_group), (vc, 1)])
+
+    def a_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        vn, vo, vy, vx = vs
+        vc, vkh, vkw = vr
+        y = em.affine([(vy, 1), (vkh, dh)])
+        x = em.affine([(vx, 1), (vkw, dw)])
+        return _window_read(em, source, [vn, channel(em, vo, vc), y, x], before, 0.0, strides)
+
+    def b_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
+        vo, (vc, vkh, vkw) = vs[1], vr
+        local_o = em.add(arith.RemSIOp(vo, em.index(per_group))) if groups > 1 else vo
+        at = [channel(em, vo, vc), local_o, em.affine([(vkh, -1)], kh - 1), em.affine([(vkw, -1)], kw - 1)]
+        return em.load_widened(w, at)
+
+    spatial = (("n", n), ("o", out_channels), ("oh", oh), ("ow", ow))
+    reduction = (("ic", in_group), ("kh", kh), ("kw", kw))
+    _gen_contraction(em, low, "conv2d_transpose", spatial, reduction, a_at, b_at)
 
 
-def _padded_copy(
-    em: _Emitter, low: _Lowering, source: SSAValue, padding: Sequence[int], fill: float
+def padded_copy(
+    em: _Emitter,
+    source: SSAValue,
+    padding: Sequence[int],
+    fill: float,
+    strides: Sequence[int] = (1, 1),
 ) -> SSAValue:
-    """An f32 copy of NCHW ``source`` padded by ``[top, left, bottom, right]``
-    with ``fill``, so window loops need no bounds tests (TVM's ``pad_temp``)."""
-    n, c, h, w = graph.shape_of(source)
+    """An f32 copy of the NCHW buffer ``source`` padded by ``[top, left,
+    bottom, right]`` with ``fill``, so window loops need no bounds tests
+    (TVM's ``pad_temp``; ``kernel-pad-input`` makes one for a naive
+    kernel's :func:`_window_read`); with ``strides`` its rows and columns
+    are spread that many steps apart, ``fill`` between them."""
+    n, c, h, w = source.type.get_shape()  # type: ignore[attr-defined]
     top, left, bottom, right = padding
-    padded_shape = [n, c, h + top + bottom, w + left + right]
+    sh, sw = strides
+    spread_h, spread_w = (h - 1) * sh + 1, (w - 1) * sw + 1
+    padded_shape = [n, c, spread_h + top + bottom, spread_w + left + right]
     padded = em.alloc(padded_shape)
     padded.name_hint = "pad"
     # One parallel loop over planes, each filled (as one flat loop) and then
@@ -930,7 +915,7 @@ def _padded_copy(
         em.loop("n", n) as i_n,
         em.loop("c", c, "parallel" if c > 1 else "serial") as i_c,
     ):
-        if any(padding):
+        if any(padding) or (sh, sw) != (1, 1):
             plane = padded_shape[2] * padded_shape[3]
             with (
                 em.loop("hw", plane, "vectorized") as i_hw,
@@ -943,84 +928,41 @@ def _padded_copy(
             em.loop("w", w, "vectorized") as i_w,
             em.kblock("pad_copy", _spatial([i_n, i_c, i_h, i_w])) as (vn, vc, vh, vw),
         ):
-            value = em.load_widened(low.buffer(source), [vn, vc, vh, vw])
-            at = [vn, vc, em.add_index(vh, top), em.add_index(vw, left)]
+            value = em.load_widened(source, [vn, vc, vh, vw])
+            at = [vn, vc, em.affine([(vh, sh)], top), em.affine([(vw, sw)], left)]
             em.store(value, padded, at)
     return padded
 
 
-def _window_source(
-    em: _Emitter, low: _Lowering, source: SSAValue, padding: Sequence[int], fill: float
-) -> tuple[SSAValue, Callable[[SSAValue, Sequence[SSAValue]], SSAValue], bool]:
-    """The buffer window loops read, a loader for it, and whether it is scratch."""
-    if any(padding) or _elem(source) == f16:
-        padded = _padded_copy(em, low, source, padding, fill)
-        return padded, em.load, True
-    return low.buffer(source), em.load_widened, False
-
-
-def _gen_conv2d_rows(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Grouped conv2d: output channels in parallel, the reduction outside a
-    ``vectorized`` loop over the output row, accumulated in a scratch row."""
-    data, weight = op.operands
-    n, out_channels, oh, ow = graph.shape_of(op.results[0])
-    _, group_channels, kh, kw = graph.shape_of(weight)
-    groups = op.attr("groups")
-    group_out = out_channels // groups
-    sh, sw = op.attr("strides")
-    dh, dw = op.attr("dilation")
-    source, load_source, scratch = _window_source(
-        em, low, data, op.attr("padding"), 0.0
-    )
-    weights = low.buffer(weight)
-    with em.loop("n", n) as i_n, em.loop("oc", out_channels, "parallel") as i_oc:
-        row = em.alloc([ow])
-        row.name_hint = "acc"
-        with em.loop("oh", oh) as i_oh:
-            with (
-                em.loop("ow", ow, "vectorized") as i_ow,
-                em.kblock("conv2d_init", _spatial([i_n, i_oc, i_oh, i_ow])) as vs,
-            ):
-                em.store(em.const(0.0, f32), row, [vs[3]])
-            with (
-                em.loop("ic", group_channels) as i_ic,
-                em.loop("kh", kh) as i_kh,
-                em.loop("kw", kw) as i_kw,
-                em.loop("ow", ow, "vectorized") as i_ow,
-            ):
-                bindings = _spatial([i_n, i_oc, i_oh, i_ow]) + [
-                    (i_ic, REDUCE),
-                    (i_kh, REDUCE),
-                    (i_kw, REDUCE),
-                ]
-                with em.kblock("conv2d", bindings) as (
-                    vn,
-                    voc,
-                    voh,
-                    vow,
-                    vic,
-                    vkh,
-                    vkw,
-                ):
-                    channel = vic
-                    if groups > 1:
-                        group = em.add(arith.DivSIOp(voc, em.index(group_out)))
-                        channel = em.affine([(group, group_channels), (vic, 1)])
-                    y = em.affine([(voh, sh), (vkh, dh)])
-                    x = em.affine([(vow, sw), (vkw, dw)])
-                    a = load_source(source, [vn, channel, y, x])
-                    b = em.load_widened(weights, [voc, vic, vkh, vkw])
-                    acc = em.load(row, [vow])
-                    product = em.add(arith.MulfOp(a, b))
-                    em.store(em.add(arith.AddfOp(acc, product)), row, [vow])
-            with (
-                em.loop("ow", ow, "vectorized") as i_ow,
-                em.kblock("conv2d_store", _spatial([i_n, i_oc, i_oh, i_ow])) as vs,
-            ):
-                low.emit_result(em, em.load(row, [vs[3]]), vs)
-        em.add(memref.DeallocOp.get(row))
-    if scratch:
-        em.add(memref.DeallocOp.get(source))
+def _window_read(
+    em: _Emitter,
+    source: SSAValue,
+    at: Sequence[SSAValue],
+    before: Sequence[int],
+    fill: float,
+    strides: Sequence[int] = (1, 1),
+) -> SSAValue:
+    """NCHW ``source`` (a kernel input) read in a window: at ``at = [n, c,
+    y, x]`` the element ``[n, c, (y - top) / sh, (x - left) / sw]``
+    (``before = [top, left]``, ``strides = [sh, sw]``) where that is a
+    whole index inside the data, else ``fill``: the naive kernel's read
+    through a conv2d's padding (strides 1) or of a transposed
+    convolution's input spread at stride steps.  The index is clamped
+    into the data and a select picks ``fill`` where it moved (semantics
+    only); ``kernel-pad-input`` makes it a read of a padded copy
+    (:func:`padded_copy`) with no tests."""
+    vn, vc, y, x = at
+    inside: SSAValue | None = None
+    clamped: list[SSAValue] = []
+    sizes = source.type.get_shape()[2:]  # type: ignore[attr-defined]
+    for value, offset, stride, size in zip((y, x), before, strides, sizes):
+        index = em.add_index(value, -offset)
+        step = em.add(arith.DivSIOp(index, em.index(stride))) if stride > 1 else index
+        clamped.append(_min(em, _max(em, step, em.index(0)), em.index(size - 1)))
+        same = em.add(arith.CmpiOp(index, em.mul_index(clamped[-1], stride), "eq"))
+        inside = same if inside is None else em.add(arith.AndIOp(inside, same))
+    value = em.load_widened(source, [vn, vc, *clamped])
+    return em.add(arith.SelectOp(inside, value, em.const(fill, value.type)))
 
 
 # --------------------------------------------------------------------------
@@ -1117,33 +1059,38 @@ def _unflatten(em: _Emitter, flat: SSAValue, shape: Sequence[int]) -> list[SSAVa
 
 
 def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
-    """Direct convolution over a pre-padded f32 copy of the input as the
-    naive contraction (:func:`_gen_contraction`) over output pixels and
-    (input channel, kernel tap); ``kernel-tensorize`` makes it a
-    register-blocked product over weight panels or row tiles
-    (:mod:`ember.lowering.conv_rows`).  Grouped convolutions keep the
-    row-vectorised loop nest (:func:`_gen_conv2d_rows`).  Winograd is a
-    schedule too: ``kernel-tensorize{winograd-min-channels=…}`` rewrites
-    the naive nest of a layer its rule chooses (:mod:`ember.lowering.winograd`)."""
-    if op.attr("groups") != 1:
-        _gen_conv2d_rows(em, low, op)
-        return
+    """Direct convolution as the naive contraction (:func:`_gen_contraction`)
+    over output pixels and (input channel of the group, kernel tap), reading
+    the input through its padding (:func:`_window_read`) and, with groups,
+    at channel ``(oc // out channels per group) · in channels per group + ic``.
+    ``kernel-pad-input`` reads a padded copy instead; ``kernel-tensorize``
+    makes one group a register-blocked product over weight panels or row
+    tiles, and groups the row-vectorised nest (:mod:`ember.lowering.conv_rows`).
+    Winograd is a schedule too: ``kernel-tensorize{winograd-min-channels=…}``
+    rewrites the naive nest of a layer its rule chooses
+    (:mod:`ember.lowering.winograd`)."""
     data, weight = op.operands
     n, out_channels, oh, ow = graph.shape_of(op.results[0])
     _, in_channels, kh, kw = graph.shape_of(weight)
+    groups = op.attr("groups")
+    group_out = out_channels // groups
     sh, sw = op.attr("strides")
     dh, dw = op.attr("dilation")
-    source, load_source, scratch = _window_source(
-        em, low, data, op.attr("padding"), 0.0
-    )
-    w = low.buffer(weight)
+    padding = op.attr("padding")
+    source, w = low.buffer(data), low.buffer(weight)
 
     def a_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
-        vn, _, voh, vow = vs
+        vn, voc, voh, vow = vs
         vic, vkh, vkw = vr
+        channel = vic
+        if groups > 1:
+            group = em.add(arith.DivSIOp(voc, em.index(group_out)))
+            channel = em.affine([(group, in_channels), (vic, 1)])
         y = em.affine([(voh, sh), (vkh, dh)])
         x = em.affine([(vow, sw), (vkw, dw)])
-        return load_source(source, [vn, vic, y, x])
+        if not any(padding):
+            return em.load_widened(source, [vn, channel, y, x])
+        return _window_read(em, source, [vn, channel, y, x], padding[:2], 0.0)
 
     def b_at(em: _Emitter, vs: list[SSAValue], vr: list[SSAValue]) -> SSAValue:
         return em.load_widened(w, [vs[1], *vr])
@@ -1151,8 +1098,6 @@ def _gen_conv2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     spatial = (("n", n), ("oc", out_channels), ("oh", oh), ("ow", ow))
     reduction = (("ic", in_channels), ("kh", kh), ("kw", kw))
     _gen_contraction(em, low, "conv2d", spatial, reduction, a_at, b_at)
-    if scratch:
-        em.add(memref.DeallocOp.get(source))
 
 
 def _gen_dense(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
@@ -1211,8 +1156,10 @@ def _gen_contraction(
 
 def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     """max/avg_pool2d, naive: per output element a one-float accumulator,
-    the window's loops innermost, then the store (the mean's divisor there).
-    ``kernel-accumulate-rows`` makes the accumulator a row over ``ow``."""
+    the window's loops innermost, the input read through its padding
+    (:func:`_window_read`, the fill -inf or 0), then the store (the mean's
+    divisor there).  ``kernel-pad-input`` makes the padded copy and
+    ``kernel-accumulate-rows`` the accumulator a row over ``ow``."""
     is_max = op.name == "graph.max_pool2d"
     (data,) = op.operands
     n, channels, oh, ow = graph.shape_of(op.results[0])
@@ -1222,7 +1169,7 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
     dh, dw = op.attr("dilation")
     padding = op.attr("padding")
     fill = -math.inf if is_max else 0.0
-    source, load_source, scratch = _window_source(em, low, data, padding, fill)
+    source = low.buffer(data)
     name = _short_name(op)
     with em.nest(["n", "c", "oh", "ow"], [n, channels, oh, ow]) as ivs:
         acc = em.alloc([1])
@@ -1234,7 +1181,11 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
             with em.kblock(name, bindings) as (vn, vc, voh, vow, vkh, vkw):
                 y = em.affine([(voh, sh), (vkh, dh)])
                 x = em.affine([(vow, sw), (vkw, dw)])
-                value = load_source(source, [vn, vc, y, x])
+                value = (
+                    _window_read(em, source, [vn, vc, y, x], padding[:2], fill)
+                    if any(padding)
+                    else em.load_widened(source, [vn, vc, y, x])
+                )
                 zero = em.index(0)
                 total = em.load(acc, [zero])
                 combined = (
@@ -1249,8 +1200,6 @@ def _gen_pool2d(em: _Emitter, low: _Lowering, op: GraphOp) -> None:
                 )
             low.emit_result(em, value, vs)
         em.add(memref.DeallocOp.get(acc))
-    if scratch:
-        em.add(memref.DeallocOp.get(source))
 
 
 def _pool_count(
@@ -1536,7 +1485,10 @@ def _report_schedule(
     parallel = [op for op in loops if op.kind.data == "parallel"]
     vectorized = [op for op in loops if op.kind.data == "vectorized"]
     if not parallel and not vectorized:
-        parts.append("loops left to the schedule passes (kernel-tensorize, kernel-vectorize, kernel-parallelize)")
+        parts.append(
+            "loops left to the schedule passes "
+            "(the target's default schedule: ember-translate --emit=schedule)"
+        )
     elif parallel:
         extents = sorted({_trip_count(op) for op in parallel}, reverse=True)
         parts.append(f"parallel loop of {', '.join(map(str, extents))} iterations")

@@ -38,6 +38,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "kernel-bind-gpu": _lazy("kernel_bind_gpu", "KernelBindGpuPass"),
     "plan-memory": _lazy("plan_memory", "PlanMemoryPass"),
     "kernel-tile": _lazy("kernel_tile", "KernelTilePass"),
+    "kernel-pad-input": _lazy("kernel_pad_input", "KernelPadInputPass"),
     "kernel-tensorize": _lazy("kernel_tensorize", "KernelTensorizePass"),
     "kernel-accumulate-rows": _lazy("kernel_accumulate_rows", "KernelAccumulateRowsPass"),
     "kernel-separate-window": _lazy("kernel_separate_window", "KernelSeparateWindowPass"),

@@ -22,7 +22,8 @@ kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel
                                                     kernel.block "dense_store" (...) { epilogue x4 }
 ```
 
-* ``conv2d`` (one group, over its padded input: ``out[n, o, y, x] =
+* ``conv2d`` (one group, over its padded input — ``kernel-pad-input``
+  makes the naive kernel read one: ``out[n, o, y, x] =
   Σ in[n, c, y·sh + i·dh, x·sw + j·dw] · w[o, c, i, j]``): Winograd
   F(2×2, 3×3) for a 3×3 stride-1 layer of at least ``winograd-min-channels``
   channels that :func:`~ember.lowering.winograd.winograd_transform`'s rule
@@ -32,6 +33,15 @@ kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel
   (OIHW → O/L·I·H·W·L), or row tiles (:mod:`ember.lowering.conv_rows`)
   for a short reduction over wide rows
   (:func:`~ember.lowering.graph_to_kernel.in_rows`).
+* grouped ``conv2d`` (depthwise too: A read at channel
+  ``(o // O_g)·I_g + c``, ``O_g``/``I_g`` the output/input channels per
+  group): the row-vectorised nest of
+  :func:`~ember.lowering.conv_rows.emit_grouped_conv2d_rows`, weight read
+  in place.
+* ``conv2d_transpose`` (over its input spread at stride steps — made by
+  ``kernel-pad-input`` — ``out[n, o, y, x] = Σ spread[n, c, y + i·dh +
+  t, x + j·dw + l] · w[c, o mod O_g, KH-1-i, KW-1-j]``): the gather nest,
+  output channels in parallel, one accumulator per output pixel.
 * ``dense`` (``out[i, j] = Σ_k x[i, k] · w[j, k]``): tiles of rows × a
   panel of units over the weight in panels (OI → O/L·I·L, the layout of
   :class:`~ember.lowering.graph_to_kernel.WeightPacking`), tile shape from
@@ -91,11 +101,16 @@ from ember.lowering.winograd import (
 )
 from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 
-Variable = tuple[str, int]
-"""``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's."""
+Variable = tuple[str, int] | tuple[str, int, int]
+"""``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's;
+``("s//", d, q)`` and ``("s%", d, q)``: the result's index ``d`` divided by
+``q`` (rounding down) and its remainder (a grouped convolution's group and
+channel in the group); ``ONE``: the constant 1 (its factor is an offset)."""
 Index = tuple[tuple[Variable, int], ...]
-"""An operand index as a sum of variables times factors, sorted (no
-offsets: the naive nests index from 0); ``()`` is the constant 0."""
+"""An operand index as a sum of variables times factors, sorted;
+``()`` is the constant 0."""
+
+ONE: Variable = ("1", 0)
 
 
 def linear(**terms: int) -> Index:
@@ -155,12 +170,15 @@ def _binds(block: BlockOp, ivs: Sequence[SSAValue], kinds: Sequence[str]) -> boo
 
 def _index(value: SSAValue, variables: dict[SSAValue, Variable]) -> dict[Variable, int] | None:
     """``value`` as variables times factors, if it is one (``addi``, ``muli``
-    by a constant, block variables, the constant 0)."""
+    by a constant, block variables and their ``divsi``/``remsi`` by a
+    constant, constants)."""
     if value in variables:
         return {variables[value]: 1}
     op = value.owner
     if _is_zero_index(value):
         return {}
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return {ONE: op.value.value.data}
     if isinstance(op, arith.AddiOp):
         lhs, rhs = _index(op.lhs, variables), _index(op.rhs, variables)
         if lhs is None or rhs is None:
@@ -172,6 +190,12 @@ def _index(value: SSAValue, variables: dict[SSAValue, Variable]) -> dict[Variabl
         if terms is None or not isinstance(factor, arith.ConstantOp):
             return None
         return {v: f * factor.value.value.data for v, f in terms.items()}  # type: ignore[attr-defined]
+    if isinstance(op, arith.DivSIOp | arith.RemSIOp) and op.lhs in variables:
+        divisor = op.rhs.owner
+        if isinstance(divisor, arith.ConstantOp) and divisor.value.value.data > 0:  # type: ignore[attr-defined]
+            kind, d = variables[op.lhs][:2]
+            suffix = "//" if isinstance(op, arith.DivSIOp) else "%"
+            return {(kind + suffix, d, divisor.value.value.data): 1}  # type: ignore[attr-defined]
     return None
 
 
@@ -214,7 +238,7 @@ def _accumulates(block: BlockOp, acc: SSAValue) -> tuple[SSAValue, SSAValue] | N
     loads = {v.owner for v in (a, b)} | {
         v.owner.input.owner for v in (a, b) if isinstance(v.owner, arith.ExtFOp)
     }
-    index_ops = (arith.AddiOp, arith.MuliOp)
+    index_ops = (arith.AddiOp, arith.MuliOp, arith.DivSIOp, arith.RemSIOp)
     rest = set(ops) - {store, total, old, product, *loads}
     if not all(isinstance(op, index_ops) for op in rest):
         return None
@@ -547,21 +571,41 @@ def _is_matmul(c: Contraction) -> bool:
     )
 
 
-def _conv_params(c: Contraction) -> tuple[int, int, int, int] | None:
-    """``(sh, sw, dh, dw)`` of a one-group conv2d nest over NCHW / OIHW, or
-    ``None``: A read at ``[n, ic, oh·sh + kh·dh, ow·sw + kw·dw]``, the
-    weight at ``[oc, ic, kh, kw]``."""
+def _group_out(c: Contraction, channel: Index) -> int | None:
+    """The output channels per group of a convolution that reads input
+    channel ``channel``: 0 for ``ic`` (one group), ``q`` for ``(oc // q)·IC
+    + ic`` (``IC`` the reduction's input channels, ``q`` dividing the
+    output channels); ``None`` for any other index."""
+    if channel == linear(r0=1):
+        return 0
+    terms = dict(channel)
+    groups = [v for v in terms if v[:2] == ("s//", 1)]
+    if len(groups) != 1 or terms != {groups[0]: c.reduction[0], R0: 1}:
+        return None
+    group_out: int = groups[0][2]  # type: ignore[misc]
+    return None if c.spatial[1] % group_out else group_out
+
+
+def _conv_params(c: Contraction) -> tuple[int, int, int, int, int] | None:
+    """``(sh, sw, dh, dw, group_out)`` of a conv2d nest over NCHW / OIHW,
+    or ``None``: A read at ``[n, ic, oh·sh + kh·dh, ow·sw + kw·dw]`` (one
+    group: ``group_out`` 0) or, with groups of ``group_out`` output
+    channels, at channel ``(oc // group_out)·IC + ic`` (``IC`` the input
+    channels per group); the weight at ``[oc, ic, kh, kw]``."""
     if len(c.spatial) != 4 or len(c.reduction) != 3 or c.b.arg is None:
         return None
     a, b = c.a.indices, c.b.indices
     if b != (linear(s1=1), linear(r0=1), linear(r1=1), linear(r2=1)):
         return None
-    if len(a) != 4 or a[:2] != (linear(s0=1), linear(r0=1)):
+    if len(a) != 4 or a[0] != linear(s0=1):
+        return None
+    group_out = _group_out(c, a[1])
+    if group_out is None:
         return None
     y, x = dict(a[2]), dict(a[3])
     if set(y) != {("s", 2), ("r", 1)} or set(x) != {("s", 3), ("r", 2)}:
         return None
-    return y[("s", 2)], x[("s", 3)], y[("r", 1)], x[("r", 2)]
+    return y[("s", 2)], x[("s", 3)], y[("r", 1)], x[("r", 2)], group_out
 
 
 def _is_conv2d(c: Contraction) -> bool:
@@ -573,14 +617,14 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
     direct convolution: register tiles of output pixels × a panel of
     output channels over the weight in panels; a short reduction over wide
     rows keeps the vector along the output row (row tiles,
-    :mod:`ember.lowering.conv_rows`)."""
+    :mod:`ember.lowering.conv_rows`); groups the row-vectorised nest."""
     c = rw.contraction
     params = _conv_params(c)
     assert params is not None  # checked by _is_conv2d
-    sh, sw, dh, dw = params
+    sh, sw, dh, dw, group_out = params
     n, out_channels, oh, ow = c.spatial
     in_channels, kh, kw = c.reduction
-    transform = winograd_transform(
+    transform = None if group_out else winograd_transform(
         in_channels, out_channels, (kh, kw), (sh, sw), (dh, dw), (oh, ow), rw.target
     )
     if transform is not None:
@@ -588,6 +632,17 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
     source = c.a.buffer
     weight = rw.arg(c.b.arg)  # type: ignore[arg-type]
     epilogue = _Epilogue(c)
+    if group_out:
+        from ember.lowering.conv_rows import emit_grouped_conv2d_rows
+
+        emit_grouped_conv2d_rows(
+            em, source, weight, (n, out_channels, oh, ow), (in_channels, kh, kw),
+            group_out, (sh, sw), (dh, dw), epilogue.emit_result,
+        )
+        return (
+            f"grouped convolution ({out_channels // group_out} groups): output channels "
+            "in parallel, the output row vectorized, weight read in place"
+        )
     if mk.in_rows(sw, in_channels * kh * kw, ow, rw.target):
         from ember.lowering.conv_rows import emit_conv2d_row_tiles
 
@@ -681,8 +736,91 @@ def _workspace(
     return first, second
 
 
+def _conv_transpose_params(c: Contraction) -> tuple[int, int, int, int, int] | None:
+    """``(dh, dw, top, left, group_out)`` of a conv2d_transpose nest over
+    its input spread at stride steps (``kernel-pad-input``), or ``None``:
+    A read at ``[n, ic, oh + kh·dh + top, ow + kw·dw + left]``, the weight
+    (I × O/groups × KH × KW) at ``[ic, oc, KH-1-kh, KW-1-kw]``; with groups
+    of ``group_out`` output channels (else 0) the channel is ``(oc //
+    group_out)·IC + ic`` and the weight's second index ``oc % group_out``."""
+    if len(c.spatial) != 4 or len(c.reduction) != 3 or c.b.arg is None:
+        return None
+    a, b = c.a.indices, c.b.indices
+    _, kh, kw = c.reduction
+    if len(a) != 4 or len(b) != 4 or a[0] != linear(s0=1) or a[1] != b[0]:
+        return None
+    group_out = _group_out(c, a[1])
+    if group_out is None or b[1] != (((("s%", 1, group_out), 1),) if group_out else linear(s1=1)):
+        return None
+
+    def flipped(r: Variable, taps: int) -> Index:
+        return tuple(sorted(t for t in ((ONE, taps - 1), (r, -1)) if t[1]))
+
+    if b[2:] != (flipped(("r", 1), kh), flipped(("r", 2), kw)):
+        return None
+    y, x = dict(a[2]), dict(a[3])
+    if set(y) - {ONE} != {("s", 2), ("r", 1)} or set(x) - {ONE} != {("s", 3), ("r", 2)}:
+        return None
+    if y[("s", 2)] != 1 or x[("s", 3)] != 1 or y.get(ONE, 0) < 0 or x.get(ONE, 0) < 0:
+        return None
+    return y[("r", 1)], x[("r", 2)], y.get(ONE, 0), x.get(ONE, 0), group_out
+
+
+def _is_conv2d_transpose(c: Contraction) -> bool:
+    return _conv_transpose_params(c) is not None
+
+
+def _conv2d_transpose(rw: _Rewrite, em: g2k._Emitter) -> str:
+    """The gather loop nest over the spread input: output channels in
+    parallel, per output pixel the reduction over the group's input
+    channels and the flipped taps into a one-float accumulator."""
+    c = rw.contraction
+    params = _conv_transpose_params(c)
+    assert params is not None  # checked by _is_conv2d_transpose
+    dh, dw, top, left, group_out = params
+    n, out_channels, oh, ow = c.spatial
+    in_group, kh, kw = c.reduction
+    spread, weight = c.a.buffer, rw.arg(c.b.arg)  # type: ignore[arg-type]
+    epilogue = _Epilogue(c)
+    with em.loop("n", n) as i_n, em.loop("o", out_channels, "parallel") as i_o:
+        acc = em.alloc([1])
+        acc.name_hint = "acc"
+        with em.loop("oh", oh) as i_y, em.loop("ow", ow) as i_x:
+            pixel = g2k._spatial([i_n, i_o, i_y, i_x])
+            with em.kblock("conv2d_transpose_init", pixel):
+                em.store(em.const(0.0, f32), acc, [em.index(0)])
+            with (
+                em.loop("ic", in_group) as i_c,
+                em.loop("kh", kh) as i_kh,
+                em.loop("kw", kw) as i_kw,
+            ):
+                bindings = pixel + [(i_c, REDUCE), (i_kh, REDUCE), (i_kw, REDUCE)]
+                with em.kblock("conv2d_transpose", bindings) as (vn, vo, vy, vx, vc, vkh, vkw):
+                    group = em.add(arith.DivSIOp(vo, em.index(group_out))) if group_out else None
+                    local_o = em.add(arith.RemSIOp(vo, em.index(group_out))) if group_out else vo
+                    channel = em.affine([(group, in_group), (vc, 1)]) if group is not None else vc
+                    x = em.load_widened(
+                        spread,
+                        [vn, channel, em.affine([(vy, 1), (vkh, dh)], top),
+                         em.affine([(vx, 1), (vkw, dw)], left)],
+                    )
+                    w = em.load_widened(
+                        weight,
+                        [channel, local_o, em.affine([(vkh, -1)], kh - 1),
+                         em.affine([(vkw, -1)], kw - 1)],
+                    )
+                    zero = em.index(0)
+                    total = em.add(arith.AddfOp(em.load(acc, [zero]), em.add(arith.MulfOp(x, w))))
+                    em.store(total, acc, [zero])
+            with em.kblock("conv2d_transpose_store", pixel) as vs:
+                epilogue.emit_result(em, em.load(acc, [em.index(0)]), vs)
+        em.add(memref.DeallocOp.get(acc))
+    return "gather form over the spread input, output channels in parallel, weight read in place"
+
+
 RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._Emitter], str]]] = {
     "conv2d": (_is_conv2d, _conv2d),
+    "conv2d_transpose": (_is_conv2d_transpose, _conv2d_transpose),
     "dense": (_is_dense, _dense),
     "matmul": (_is_matmul, _matmul),
 }
@@ -691,12 +829,12 @@ RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._E
 
 @dataclass(frozen=True)
 class KernelTensorizePass(ModulePass):
-    """Rewrite naive conv2d/dense/matmul contractions into register-tiled micro-kernels."""
+    """Rewrite naive conv2d/conv2d_transpose/dense/matmul contractions into micro-kernels."""
 
     name = "kernel-tensorize"
 
     ops: tuple[str, ...] = tuple(RULES)
-    """The contractions rewritten (``conv2d``, ``dense``, ``matmul``)."""
+    """The contractions rewritten (``conv2d``, ``conv2d_transpose``, ``dense``, ``matmul``)."""
 
     vector_bits: int = 0
     """Vector register width the tiles are shaped for; 0: this host's."""

@@ -1,5 +1,5 @@
-// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-tensorize{vector-bits=256},kernel-vectorize,kernel-parallelize" | filecheck %s
-// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-tensorize{vector-bits=256},kernel-vectorize,kernel-parallelize" | ember-opt | filecheck %s
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-pad-input,kernel-tensorize{vector-bits=256},kernel-vectorize,kernel-parallelize" | filecheck %s
+// RUN: ember-opt %s -p "lower-graph-to-kernel{vector-bits=256},kernel-pad-input,kernel-tensorize{vector-bits=256},kernel-vectorize,kernel-parallelize" | ember-opt | filecheck %s
 
 // Every compute op becomes a graph.call_kernel of a generated kernel;
 // constants and extern calls stay; identical kernels are shared and kernels
@@ -26,7 +26,7 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %v: tensor<3x3
 // CHECK-NEXT:    %5 = graph.call_extern "env.relu"(%4) : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
 // CHECK-NEXT:    func.return %5 : tensor<1x3x4x4xf32>
 
-// conv2d: a padded f32 copy of the input (one parallel loop over planes:
+// conv2d: a padded f32 copy of the input (kernel-pad-input; one parallel loop over planes:
 // fill, then copy); the weight packed into panels of output channels (here
 // at run time: it is an argument, not a constant); then a register-blocked
 // micro-kernel over (panel, tile of flattened output pixels) pairs (a

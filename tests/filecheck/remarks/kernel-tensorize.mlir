@@ -10,7 +10,7 @@ func.func @mm(%a: tensor<64x8xf32>, %b: tensor<8x40xf32>, %c: tensor<4x8xf32>) -
   func.return %0, %1 : tensor<64x40xf32>, tensor<4x40xf32>
 }
 
-// CHECK: kernel-tensorize.mlir:8:3: remark: [lower-graph-to-kernel] analysis: kernel @matmul: loops left to the schedule passes (kernel-tensorize, kernel-vectorize, kernel-parallelize)
+// CHECK: kernel-tensorize.mlir:8:3: remark: [lower-graph-to-kernel] analysis: kernel @matmul: loops left to the schedule passes (the target's default schedule: ember-translate --emit=schedule)
 // CHECK: kernel-tensorize.mlir:8:3: remark: [kernel-tensorize] kernel @matmul: matmul as a micro-kernel: register tile 5 rows x 16 columns, B packed in column panels of 16 (per call)
 // CHECK: kernel-tensorize.mlir:9:3: remark: [kernel-tensorize] kernel @matmul_1: matmul as a micro-kernel: register tile 5 rows x 16 columns, B read in place
 // AVX512: remark: [kernel-tensorize] kernel @matmul: matmul as a micro-kernel: register tile 7 rows x 32 columns, B packed in column panels of 32 (per call)
