@@ -7,8 +7,8 @@ of a padded f32 copy of its input.
   compute the same results bit for bit in the kernel interpreter after the
   pass, and no read of the input is left guarded.
 * The copy is as large as the windows read, not as the layer's padding.
-* Kernels without window reads (dense, the pools' own copies) are left as
-  they are.
+* A pool's window reads get a copy padded with its fill (-inf for max);
+  kernels without window reads (dense) are left as they are.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr
 
 import ember
 from ember.dialects.kernel import BlockOp, kernel_functions
@@ -91,7 +92,29 @@ func.func @main(%x: tensor<1x2x6x6xf16>, %w: tensor<5x7xf16>, %y: tensor<3x7xf16
 """
 
 
-def test_kernels_without_window_reads_are_left_alone() -> None:
+def test_a_pool_reads_a_copy_padded_with_its_fill_and_dense_is_left_alone() -> None:
+    """The pools read through their padding too (-inf for max): the pass
+    gives the max pool an f32 copy filled with -inf, bit for bit the same
+    results; dense has no window read and stays as it was."""
     naive = _naive(POOL, {}, 256)
-    assert all(window_reads(k) == [] for k in kernel_functions(naive))
-    assert str(apply_passes(naive, "kernel-pad-input")) == str(naive)
+    padded = apply_passes(naive, "kernel-pad-input")
+    kernels = {k.sym_name.data: k for k in kernel_functions(padded)}
+    naive_kernels = {k.sym_name.data: k for k in kernel_functions(naive)}
+    [pool] = [name for name in kernels if "max_pool2d" in name]
+    [dense] = [name for name in kernels if "dense" in name]
+    assert window_reads(naive_kernels[pool]) != []
+    assert window_reads(kernels[pool]) == []
+    fills = [
+        op.value.value.data
+        for op in kernels[pool].walk()
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr)
+    ]
+    assert -np.inf in fills
+    assert window_reads(naive_kernels[dense]) == []
+    assert str(kernels[dense]) == str(naive_kernels[dense])
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal(s).astype(np.float16) for s in ((1, 2, 6, 6), (5, 7), (3, 7))]
+    expected = ember.interpret(naive, "main", *args)
+    got = ember.interpret(_reversed_independent_loops(padded), "main", *args)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)

@@ -22,6 +22,7 @@ from ember.interp.kernel_impls import run_kernel
 from ember.lowering.graph_to_kernel import VectorTarget, lower_group, make_group
 from ember.lowering.winograd import F2X2_3X3, WinogradPacking, winograd_transform
 from ember.passes.bind_params import bind_params_in_place
+from ember.passes.kernel_pad_input import KernelPadInputPass
 from ember.passes.kernel_tensorize import KernelTensorizePass
 from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
 from ember.passes.pipeline import apply_passes
@@ -116,7 +117,9 @@ def test_winograd_schedule_matches_the_naive_kernel(
         bind_params_in_place(module, {"w": w}, "main")
     inputs = [x] if bound else [x, w]
     naive = apply_passes(module, "lower-graph-to-kernel{vector-bits=32}")
-    scheduled = apply_passes(naive, "kernel-tensorize{vector-bits=32 winograd-min-channels=1}")
+    scheduled = apply_passes(
+        naive, "kernel-pad-input,kernel-tensorize{vector-bits=32 winograd-min-channels=1}"
+    )
     blocks = {op.block_name.data for op in scheduled.walk() if op.name == "kernel.block"}
     assert "winograd_input" in blocks and ("winograd_weight" in blocks) is not bound
     (want,) = ember.interpret(naive, "main", *inputs)
@@ -124,7 +127,7 @@ def test_winograd_schedule_matches_the_naive_kernel(
     assert_within_bound(got, want, magnitude_bound(text, x, w))
 
 
-SCHEDULE_32 = "kernel-tensorize{vector-bits=32 winograd-min-channels=1},kernel-vectorize,kernel-parallelize"
+SCHEDULE_32 = "kernel-pad-input,kernel-tensorize{vector-bits=32 winograd-min-channels=1},kernel-vectorize,kernel-parallelize"
 """Winograd for every 3×3 layer of at least 4 tiles (tiles shaped for
 32-bit vectors: correct on any CPU)."""
 
@@ -134,6 +137,7 @@ def _lowered(text: str, params: dict[str, np.ndarray] | None = None) -> ember.ir
     if params:
         bind_params_in_place(module, params, "main")
     LowerGraphToKernelPass(vector_bits=32).apply(Context(), module)
+    KernelPadInputPass().apply(Context(), module)
     KernelTensorizePass(vector_bits=32, winograd_min_channels=1).apply(Context(), module)
     ember.verify_module(module)
     return module
@@ -180,6 +184,7 @@ func.func @main(%x: tensor<2x2x5x3x{t}>, %w: tensor<3x2x3x3x{t}>, %g: tensor<3x{
     group = make_group(ops)
     kernel = lower_group(group, "fused", VectorTarget(32))
     kernel_module = ember.ir.ModuleOp([kernel])
+    KernelPadInputPass().apply(Context(), kernel_module)
     KernelTensorizePass(vector_bits=32, winograd_min_channels=1).apply(Context(), kernel_module)
     blocks = {op.block_name.data for op in kernel.walk() if op.name == "kernel.block"}
     assert {"winograd_weight", "winograd_input", "winograd_output"} <= blocks
@@ -205,10 +210,11 @@ def _conv_op(text: str) -> ember.dialects.graph.GraphOp:
 
 def _transform(op: ember.dialects.graph.GraphOp, target: VectorTarget) -> object:
     """The rule on ``op``'s sizes, checked against what ``kernel-tensorize``
-    makes of ``op``'s naive kernel (a grouped conv never reaches the rule:
-    its nest is not the one-group contraction the pass matches)."""
+    makes of ``op``'s naive kernel (a grouped conv stays direct: Winograd
+    takes one-group layers only)."""
     kernels = ember.ir.ModuleOp([lower_group(make_group([op]), "k", target)])
     minimum = target.winograd_min_channels
+    KernelPadInputPass().apply(Context(), kernels)
     KernelTensorizePass(vector_bits=target.bits, winograd_min_channels=minimum).apply(
         Context(), kernels
     )
@@ -293,7 +299,7 @@ func.func @main(%x: {t}, %w: tensor<8x8x3x3xf32>) -> {t} {{
 }}"""
     module = apply_passes(
         ember.parse(text),
-        "lower-graph-to-kernel{vector-bits=32},"
+        "lower-graph-to-kernel{vector-bits=32},kernel-pad-input,"
         "kernel-tensorize{vector-bits=32 winograd-min-channels=1},plan-memory",
     )
     calls = [op for op in module.walk() if op.name == "graph.call_kernel"]
