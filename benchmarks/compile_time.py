@@ -88,8 +88,8 @@ from ember.backends import cpu as backend
 from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
 compiled = []
-emit = backend.emit_ir_object
-backend.emit_ir_object = lambda *args: compiled.append(1) or emit(*args)
+emit = backend.emit_object
+backend.emit_object = lambda *args: compiled.append(1) or emit(*args)
 cpu, wall = time.process_time(), time.perf_counter()
 ember.build(module, target="llvm", params=params)
 times = [time.process_time() - cpu, time.perf_counter() - wall]
