@@ -14,6 +14,7 @@ named by its kernels, and builds from several threads at once all finish.
 from __future__ import annotations
 
 import platform
+import struct
 import threading
 from collections.abc import Iterator
 
@@ -199,3 +200,25 @@ def test_a_symbol_two_objects_define_is_an_error() -> None:
     obj = cpu.emit_ir_object(CALLEE)[1]
     with pytest.raises(RuntimeFailure, match="symbol store is defined by two object parts"):
         link_objects([obj, obj])
+
+
+def test_a_relocation_against_no_symbol_stays_against_none() -> None:
+    """Symbol 0 is "no symbol" (``R_X86_64_NONE``-style entries): it maps to
+    itself, not to some part's first local."""
+    caller, callee = (cpu.emit_ir_object(text)[1] for text in (CALLER, CALLEE))
+
+    def relocations(obj: bytes) -> list[tuple[int, tuple[int, int, int]]]:
+        """(where in ``obj``, (offset, info, addend)) of each RELA entry."""
+        found = elf.read_object(obj, platform.machine(), "object")
+        return [
+            (at, struct.unpack_from("<QQq", obj, at))
+            for section in found.sections
+            if section.kind == 4  # SHT_RELA
+            for at in range(section.offset, section.offset + section.size, 24)
+        ]
+
+    at, (offset, _, _) = relocations(caller)[0]
+    patched = bytearray(caller)
+    struct.pack_into("<QQq", patched, at, offset, 0, 0)  # type 0 against symbol 0
+    linked = link_objects([bytes(patched), callee])
+    assert (offset, 0, 0) in [entry for _, entry in relocations(linked)]

@@ -126,7 +126,7 @@ def link_objects(objects: Sequence[bytes]) -> bytes:
     globals_: dict[str, tuple[str, int, int, int, int, int]] = {}
     symbol_index: list[dict[int, int]] = []
     for p, part in enumerate(parts):
-        mapping = {}
+        mapping = {0: 0}  # a relocation against no symbol stays so
         for i, (name, info, other, shndx, value, size) in enumerate(part.symbols):
             if i == 0:
                 continue
