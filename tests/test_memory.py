@@ -130,13 +130,13 @@ def at_llvm(monkeypatch) -> AtLlvm:
     from ember.backends import cpu
 
     watch = AtLlvm()
-    emit = cpu.emit_ir_object
+    emit = cpu._compile_part
 
     def spy(*args, **kwargs):
         watch.record()
         return emit(*args, **kwargs)
 
-    monkeypatch.setattr(cpu, "emit_ir_object", spy)
+    monkeypatch.setattr(cpu, "_compile_part", spy)
     return watch
 
 

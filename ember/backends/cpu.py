@@ -26,19 +26,29 @@ for, :func:`~ember.target.with_string_attributes`).
 
 from __future__ import annotations
 
+import ctypes
 import json
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Collection, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects import llvm as llvm_dialect
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i8
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr, i8
 from xdsl.ir import Operation
 
-from ember.abi import LAYOUT_DIGEST_SYMBOL, BufferSpec, ProgramLayout, layout_digest
+from ember.abi import (
+    LAYOUT_DIGEST_SYMBOL,
+    BufferSpec,
+    ProgramLayout,
+    layout_digest,
+    profile_symbol,
+)
 from ember.backends import Backend
+from ember.backends.link import link_objects
 from ember.errors import RuntimeFailure
 from ember.runtime.cpu import LLVMModule, NativeCode, pack_constants
 from ember.runtime.jit import JitModule, _llvm, _shared_target_machine, load_native
@@ -117,12 +127,11 @@ class CpuBackend(Backend):
             if spec.name in names
         ]
         blob = pack_constants(layout, program.constants)  # empties the list
-        program.module.body.block.add_op(_digest_global(layout))
-        _check_llvm_only(program.module)
-        llvm_ir = translate(program.module, options.target)
-        del program  # the llvm-dialect IR, before LLVM needs its memory
-        release()
-        llvm_ir, obj = emit_ir_object(llvm_ir, options.target)
+        modules = [program.module]  # handed to emit_object, which drops it
+        del program
+        modules[0].body.block.add_op(_digest_global(layout))
+        entries = (layout.symbol, profile_symbol(layout.function))
+        llvm_ir, obj = emit_object(modules.pop(), options.target, entries)
         release()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
         return Artifact(self.kind, signature, names, externs, code)
@@ -248,10 +257,11 @@ def _private_module(llvm_ir: str) -> Iterator[Any]:
     """``llvm_ir`` parsed in an LLVM context of its own, which is disposed,
     with the module, on exit: the types, constants and metadata LLVM
     uniques in a context are freed with it, where the global context would
-    keep every build's for the life of the process."""
+    keep every build's for the life of the process.  Nothing else uses
+    the context, so LLVM parses without llvmlite's lock (:func:`_unlocked`)."""
     context = _llvm().create_context()
     try:
-        module = _llvm().parse_assembly(llvm_ir, context)
+        module = _parse(llvm_ir, context)
         try:
             yield module
         finally:
@@ -260,24 +270,265 @@ def _private_module(llvm_ir: str) -> Iterator[Any]:
         context.close()
 
 
-def emit_object(module: ModuleOp, target: Target = Target()) -> tuple[str, bytes]:
-    """A module of llvm-dialect ops as (optimised LLVM IR text, object file)
-    for ``target``'s CPU."""
+def _parse(llvm_ir: str, context: Any) -> Any:
+    """``llvmlite.binding.parse_assembly(llvm_ir, context)``, unlocked."""
+    from llvmlite.binding import ffi
+    from llvmlite.binding.module import ModuleRef
+
+    parse = _unlocked("LLVMPY_ParseAssembly")
+    with ffi.OutputString() as error:
+        module = ModuleRef(parse(context, ctypes.c_char_p(llvm_ir.encode()), error), context)
+        if error:
+            module.close()
+            raise RuntimeError(f"LLVM IR parsing error\n{error}")
+    return module
+
+
+def emit_object(
+    module: ModuleOp, target: Target = Target(), entries: Collection[str] = ()
+) -> tuple[str | tuple[str, ...], bytes]:
+    """A module of llvm-dialect ops as (optimised LLVM IR, object file) for
+    ``target``'s CPU, the module's functions compiled as
+    :func:`split_module`'s parts on :func:`compile_threads` threads (the
+    IR: one module's text, or the parts' texts, which
+    :func:`~ember.runtime.jit.link_ir` makes one).  ``module`` is taken
+    apart: its ops move to the parts.  ``entries`` name the functions that
+    call the kernels (the program's entry points)."""
     _check_llvm_only(module)
-    return emit_ir_object(translate(module, target), target)
+    parts = split_module(module, entries)
+    del module
+    threads = min(compile_threads(), len(parts))
+    pool = ThreadPoolExecutor(threads, "ember-llvm") if threads > 1 else None
+    try:
+        # Each part is translated here, then dropped (no stage's IR is
+        # alive while LLVM runs on its text), and handed to the pool: LLVM
+        # compiles the first parts while Python translates the next.
+        results: list[Any] = []
+        while parts:
+            kernels = _kernel_names(parts[0])
+            llvm_ir = translate(parts.pop(0), target)
+            if pool is None:
+                results.append(_compile_part(llvm_ir, target, kernels))
+            else:
+                results.append(pool.submit(_compile_part, llvm_ir, target, kernels))
+            del llvm_ir
+        if pool is not None:
+            results = [future.result() for future in results]
+    finally:
+        if pool is not None:  # after an error, the parts not started are dropped
+            pool.shutdown(wait=True, cancel_futures=True)
+    if len(results) == 1:
+        return results[0]
+    return tuple(ir for ir, _ in results), link_objects([obj for _, obj in results])
 
 
 def emit_ir_object(llvm_ir: str, target: Target = Target()) -> tuple[str, bytes]:
-    """:func:`emit_object` from the unoptimised LLVM IR text that
-    :func:`translate` makes: the caller may drop the llvm-dialect module
-    first, so that it and LLVM's module are not in memory together."""
+    """The optimised IR and object file of one module of unoptimised LLVM
+    IR text (as :func:`translate` makes it)."""
+    return _compile_part(llvm_ir, target, ())
+
+
+def compile_threads() -> int:
+    """How many threads a build runs LLVM on: ember's thread count
+    (:func:`ember.runtime.threads.set_num_threads`; by default the cores
+    this process may use)."""
+    from ember.runtime.threads import num_threads
+
+    return num_threads()
+
+
+PART_OPS = 1000
+"""About how many llvm-dialect ops each part of a split module holds
+(:func:`split_module`): ResNet-18's 7240 make 8 parts.  A fixed size, not
+one part per thread, so that the object file is the same bytes whatever
+the thread count."""
+
+
+def split_module(module: ModuleOp, entries: Collection[str] = ()) -> list[ModuleOp]:
+    """``module``'s functions as modules that LLVM compiles apart, each
+    declaring what it uses from the others; the ops move to the parts.
+
+    A function and every function it references stay in one part (a
+    kernel and its outlined loops: LLVM sees each kernel whole, and
+    optimises it as in one module), except references from ``entries``:
+    the entries are part 0, with the globals no function uses (the layout
+    digest).  The other units are dealt to ``ceil(ops / PART_OPS)`` parts,
+    largest first to the lightest part, each part keeping the module's
+    order: the split depends on the module alone."""
+    ops = list(module.ops)
+    defined = {
+        op.sym_name.data: k
+        for k, op in enumerate(ops)
+        if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks
+    }
+    references = {name: set() for name in defined}
+    sizes = dict.fromkeys(defined, 0)
+    for name, k in defined.items():
+        for inner in ops[k].walk():
+            sizes[name] += 1
+            for attribute in (*inner.properties.values(), *inner.attributes.values()):
+                if isinstance(attribute, SymbolRefAttr):
+                    references[name].add(attribute.root_reference.data)
+    # Units: connected functions, by union-find, entries apart.
+    owner = {name: name for name in defined}
+
+    def find(name: str) -> str:
+        while owner[name] != name:
+            owner[name] = owner[owner[name]]
+            name = owner[name]
+        return name
+
+    entry_names = [name for name in defined if name in entries]
+    for name in entry_names[1:]:
+        owner[find(name)] = find(entry_names[0])
+    for name, used in references.items():
+        for callee in used:
+            if callee in defined and (
+                name not in entries and callee not in entries or _is_local(ops[defined[callee]])
+            ):
+                owner[find(callee)] = find(name)
+    units: dict[str, list[str]] = {}
+    for name in defined:
+        units.setdefault(find(name), []).append(name)
+    count = max(1, min(len(units), -(-sum(sizes.values()) // PART_OPS)))
+    if count == 1:
+        return [module]
+    first = [find(entry_names[0])] if entry_names else []
+    others = sorted(
+        (root for root in units if root not in first),
+        key=lambda root: (-sum(sizes[name] for name in units[root]), defined[root]),
+    )
+    part_of: dict[str, int] = {}
+    loads = [0] * count
+    for root in first + others:
+        lightest = loads.index(min(loads))
+        loads[lightest] += sum(sizes[name] for name in units[root])
+        for name in units[root]:
+            part_of[name] = lightest
+    return _build_parts(ops, part_of, references, count)
+
+
+def _build_parts(
+    ops: list[Operation],
+    part_of: dict[str, int],
+    references: dict[str, set[str]],
+    count: int,
+) -> list[ModuleOp]:
+    """Modules holding the functions ``part_of`` assigns them, in the order
+    of ``ops``, with the declarations and private globals they use."""
+    used: list[set[str]] = [set() for _ in range(count)]
+    for name, part in part_of.items():
+        used[part] |= references[name]
+    blocks: list[list[Operation]] = [[] for _ in range(count)]
+    for op in ops:
+        name = op.sym_name.data
+        home = part_of.get(name)
+        if home is None:  # a global or a declaration: where it is used
+            users = [k for k in range(count) if name in used[k]]
+            if isinstance(op, llvm_dialect.GlobalOp) and (op.value is not None or op.body.blocks):
+                home = users[0] if users else 0
+            for k in users:
+                if k != home:
+                    blocks[k].append(_declaration(op))
+            if home is not None:
+                op.detach()
+                blocks[home].append(op)
+            continue
+        for k in range(count):
+            if k != home and name in used[k]:
+                blocks[k].append(_declaration(op))
+        op.detach()
+        blocks[home].append(op)
+    return [ModuleOp(block) for block in blocks]
+
+
+def _is_local(op: Operation) -> bool:
+    return op.linkage.linkage.data in ("private", "internal")  # type: ignore[attr-defined]
+
+
+def _declaration(op: Operation) -> Operation:
+    """What a part that uses ``op`` but does not hold it declares: a
+    function's signature and attributes; a global itself where it is
+    private to each module, else an external declaration."""
+    if isinstance(op, llvm_dialect.FuncOp):
+        return op.clone_without_regions()
+    if _is_local(op) or not (op.value is not None or op.body.blocks):
+        return op.clone()
+    return llvm_dialect.GlobalOp(op.global_type, op.sym_name, "external")
+
+
+def _kernel_names(part: ModuleOp) -> tuple[str, ...]:
+    return tuple(
+        op.sym_name.data
+        for op in part.ops
+        if isinstance(op, llvm_dialect.FuncOp) and op.body.blocks
+    )
+
+
+_THREAD = threading.local()
+
+
+def _thread_machine(target: Target) -> Any:
+    """This thread's target machine for ``target``: LLVM's code generator
+    is not to be shared between threads."""
+    machines = _THREAD.__dict__.setdefault("machines", {})
+    if target not in machines:
+        _llvm()
+        machines[target] = target.target_machine()
+    return machines[target]
+
+
+def _compile_part(
+    llvm_ir: str, target: Target, kernels: tuple[str, ...]
+) -> tuple[str, bytes]:
+    """One module of unoptimised LLVM IR text → (optimised IR text, object
+    file), in an LLVM context of its own with this thread's target
+    machine; the long calls (parse, optimise, print, code generation)
+    without llvmlite's lock (:func:`_unlocked`), so that threads compiling
+    parts run at once."""
+    from llvmlite.binding import ffi
+
+    llvm = _llvm()
+    machine = _thread_machine(target)
     try:
-        llvm_ir = optimize(llvm_ir, target)
-        with _private_module(llvm_ir) as optimized:
-            obj = _shared_target_machine(target).emit_object(optimized)
+        with _private_module(llvm_ir) as module:
+            module.verify()
+            builder = llvm.create_pass_builder(machine, pipeline_tuning())
+            _unlocked("LLVMPY_RunNewModulePassManager")(
+                builder.getModulePassManager(), module, builder
+            )
+            with ffi.OutputString() as text:
+                _unlocked("LLVMPY_PrintModuleToString")(module, text)
+                optimized = str(text)
+        # Code is generated from the optimised IR as text, read back: the
+        # object is then the one MCJIT would make of ``optimized``.
+        with _private_module(optimized) as module:
+            with ffi.OutputString() as error:
+                buffer = _unlocked("LLVMPY_TargetMachineEmitToMemory")(machine, module, 1, error)
+                if not buffer:
+                    raise RuntimeError(str(error))
+        try:
+            obj = ctypes.string_at(
+                ffi.lib.LLVMPY_GetBufferStart(buffer), ffi.lib.LLVMPY_GetBufferSize(buffer)
+            )
+        finally:
+            ffi.lib.LLVMPY_DisposeMemoryBuffer(buffer)
     except (RuntimeError, NotImplementedError) as e:
-        raise RuntimeFailure(f"LLVM rejected the module: {e}") from None
-    return llvm_ir, obj
+        where = f" (the part holding {', '.join(kernels)})" if kernels else ""
+        raise RuntimeFailure(f"LLVM rejected the module{where}: {e}") from None
+    return optimized, obj
+
+
+def _unlocked(name: str) -> Any:
+    """llvmlite's C function ``name``, called without the process-wide lock
+    llvmlite takes around every call (ctypes releases the GIL; the lock
+    would still let one thread into LLVM at a time).  Only for calls on
+    objects no other thread touches: a module in a context of its own,
+    this thread's target machine."""
+    from llvmlite.binding import ffi
+
+    function = getattr(ffi.lib, name)
+    return getattr(function, "_cfn", function)  # llvmlite's wrapper keeps it there
 
 
 def compile_llvm(module: ModuleOp, target: Target = Target()) -> JitModule:

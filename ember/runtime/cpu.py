@@ -108,8 +108,10 @@ class NativeCode:
 
     object: bytes
     """The optimised object file (``program.o``)."""
-    llvm_ir: str
-    """The optimised LLVM IR it was generated from (for inspection)."""
+    llvm_ir: str | tuple[str, ...]
+    """The optimised LLVM IR it was generated from (for inspection): one
+    module's text, or the parts compiled apart
+    (:func:`~ember.runtime.jit.link_ir` makes them one)."""
     target: Target
     """The target the code was compiled for."""
     layout: ProgramLayout

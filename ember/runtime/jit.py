@@ -88,10 +88,19 @@ class JitModule:
 
     engine: ExecutionEngine | None
     """None for code this CPU cannot run (see :attr:`target`)."""
-    llvm_ir: str
+    ir: str | tuple[str, ...]
+    """The optimised LLVM IR: one module's text, or the texts of the
+    modules a build compiled apart (:attr:`llvm_ir` links them)."""
     target: Target = HOST
     _object: bytes | None = None
     _functions: dict[tuple[str, int], ctypes._CFuncPtr] = field(default_factory=dict)
+
+    @property
+    def llvm_ir(self) -> str:
+        """The optimised LLVM IR as one module's text."""
+        if not isinstance(self.ir, str):
+            self.ir = link_ir(self.ir)
+        return self.ir
 
     def address(self, name: str) -> int:
         """The address of function ``name``; ``RuntimeFailure`` if absent
@@ -222,6 +231,24 @@ def bounds_flag_address() -> int:
     return ctypes.addressof(_bounds_flag)
 
 
+def link_ir(parts: tuple[str, ...]) -> str:
+    """Modules of LLVM IR text (the parts a build compiled apart, which
+    declare what they use from each other) as one module's text: LLVM's
+    linker, in a context of its own."""
+    llvm = _llvm()
+    context = llvm.create_context()
+    try:
+        linked = llvm.parse_assembly(parts[0], context)
+        try:
+            for part in parts[1:]:
+                linked.link_in(llvm.parse_assembly(part, context))
+            return str(linked)
+        finally:
+            linked.close()
+    finally:
+        context.close()
+
+
 def assembly(llvm_ir: str, target: Target = HOST) -> str:
     """``target``'s assembly for LLVM IR text."""
     llvm = _llvm()
@@ -239,7 +266,9 @@ def cannot_run_message(target: Target, what: str) -> str:
     )
 
 
-def load_native(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitModule:
+def load_native(
+    data: bytes, llvm_ir: str | tuple[str, ...] = "", target: Target = HOST
+) -> JitModule:
     """Object code from :mod:`ember.backends.cpu` as a :class:`JitModule`:
     linked now where this CPU can run it; for another CPU (cross-compiling)
     only its IR and object are kept, and calling it raises the reason."""
@@ -248,7 +277,9 @@ def load_native(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitMod
     return load_object(data, llvm_ir, target)
 
 
-def load_object(data: bytes, llvm_ir: str = "", target: Target = HOST) -> JitModule:
+def load_object(
+    data: bytes, llvm_ir: str | tuple[str, ...] = "", target: Target = HOST
+) -> JitModule:
     """Map an object file from ``JitModule.emit_object`` into this process.
 
     No optimisation or code generation runs: MCJIT only links the object.
@@ -285,6 +316,7 @@ __all__ = [
     "assembly",
     "cannot_run_message",
     "host_target_machine",
+    "link_ir",
     "load_native",
     "load_object",
     "raise_bounds_error",

@@ -1,0 +1,224 @@
+"""The ``llvm`` backend compiles a program as parts, on several threads.
+
+``ember.backends.cpu.emit_object`` splits the llvm-dialect module
+(``split_module``: a kernel with its outlined loops per unit, the entries
+apart), LLVM optimises and compiles the parts on ember's thread count
+(``set_num_threads``) while Python translates the next, and
+``ember.backends.link.link_objects`` makes their objects the artifact's one
+object.  What must hold: the same bytes whatever the thread count, each
+function's machine code what a one-module build makes, a part LLVM rejects
+named by its kernels, and builds from several threads at once all finish.
+``PART_OPS`` is lowered here so that small networks split too.
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import ember
+from ember.backends import cpu
+from ember.backends.link import link_objects
+from ember.errors import RuntimeFailure
+from ember.runtime import elf, threads
+from ember.runtime.jit import load_object
+from ember.testing import workloads
+
+
+@pytest.fixture(autouse=True)
+def restore_thread_count() -> Iterator[None]:
+    before = threads.num_threads()
+    yield
+    threads.set_num_threads(before)
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu, "PART_OPS", 40)
+
+
+def build(name: str = "tiny_pipe") -> ember.runtime.Module:
+    module, params = workloads.get(name)
+    return ember.build(module, target="llvm", params=params, cache=False)
+
+
+def run(lib: ember.runtime.Module, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal(lib.input_specs[0].shape)
+    executor = ember.GraphExecutor(lib, ember.cpu(0))
+    executor.run(data=x.astype(np.float32))
+    return executor.get_output(0).numpy()
+
+
+def functions(obj: bytes) -> dict[str, bytes]:
+    """Each defined function's machine code (relocated bytes as zeros)."""
+    found = elf.read_object(obj, platform.machine(), "program.o")
+    code = {}
+    for name, symbol in found.symbols.items():
+        if symbol.kind == elf.STT_FUNC and symbol.defined:
+            start = found.sections[symbol.section].offset + symbol.value
+            code[name] = obj[start : start + symbol.size]
+    return code
+
+
+def test_the_object_is_the_same_bytes_whatever_the_thread_count(small_parts) -> None:
+    built = {}
+    for count in (1, 2, 3):
+        threads.set_num_threads(count)
+        jit = build()._jit  # type: ignore[attr-defined]
+        assert isinstance(jit.ir, tuple) and len(jit.ir) == 3  # compiled as three parts
+        built[count] = (jit.emit_object(), jit.llvm_ir)  # the IR linked into one module
+    assert built[1] == built[2] == built[3]
+
+
+def test_resnet18_is_the_same_bytes_on_one_thread_and_on_two() -> None:
+    objects = []
+    for count in (1, 2):
+        threads.set_num_threads(count)
+        objects.append(build("resnet18")._jit.emit_object())  # type: ignore[attr-defined]
+    assert objects[0] == objects[1]
+
+
+def test_parts_compile_each_function_as_one_module_does(
+    small_parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts change where functions are, not their machine code: a kernel
+    and its outlined loops are optimised together, as in one module."""
+    threads.set_num_threads(2)
+    parted = build()
+    monkeypatch.setattr(cpu, "PART_OPS", 1 << 30)
+    whole = build()
+    assert isinstance(whole._jit.ir, str)  # type: ignore[attr-defined]
+    code = [functions(lib._jit.emit_object()) for lib in (parted, whole)]  # type: ignore[attr-defined]
+    assert code[0] == code[1]
+    np.testing.assert_array_equal(run(parted, 5), run(whole, 5))
+
+
+def test_a_module_compiled_in_parts_exports_and_loads(small_parts, tmp_path) -> None:
+    """The linked object passes every check ``ember.load_module`` makes
+    (ELF structure, relocations, the entry and the layout digest)."""
+    threads.set_num_threads(2)
+    lib = build()
+    lib.export_library(tmp_path / "lib")
+    loaded = ember.load_module(tmp_path / "lib")
+    np.testing.assert_array_equal(run(loaded, 6), run(lib, 6))
+
+
+def test_llvm_runs_on_the_thread_count_ember_is_set_to(
+    small_parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+    compile_part = cpu._compile_part
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        seen.append(threading.current_thread().name)
+        return compile_part(*args)
+
+    monkeypatch.setattr(cpu, "_compile_part", spy)
+    threads.set_num_threads(1)
+    build()
+    assert seen == [threading.current_thread().name] * 3
+    seen.clear()
+    threads.set_num_threads(2)
+    build()
+    assert len(seen) == 3 and all(name.startswith("ember-llvm") for name in seen)
+    assert len(set(seen)) <= 2
+
+
+def test_a_part_llvm_rejects_is_named_by_its_kernels(
+    small_parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    translate = cpu.translate
+
+    def broken(module, target):  # type: ignore[no-untyped-def]
+        text = translate(module, target)
+        return text + "\nnot llvm ir\n" if 'define void @"dense"' in text else text
+
+    monkeypatch.setattr(cpu, "translate", broken)
+    threads.set_num_threads(2)
+    rejected = r"LLVM rejected the module \(the part holding dense\): LLVM IR parsing error"
+    with pytest.raises(RuntimeFailure, match=rejected):
+        build()
+
+
+def test_builds_from_several_threads_at_once_all_finish(small_parts) -> None:
+    threads.set_num_threads(2)
+    objects: list[bytes] = []
+    errors: list[BaseException] = []
+
+    def one() -> None:
+        try:
+            objects.append(build()._jit.emit_object())  # type: ignore[attr-defined]
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    workers = [threading.Thread(target=one) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=300)
+    assert not any(worker.is_alive() for worker in workers), "a build hung"
+    assert errors == [] and len(objects) == 3 and len(set(objects)) == 1
+
+
+# -- link_objects: several objects as one ----------------------------------------
+
+CALLER = """
+declare void @store(ptr)
+define void @caller(ptr %out) {
+  call void @store(ptr %out)
+  ret void
+}
+"""
+CALLEE = """
+@answer = constant i32 42
+define void @store(ptr %out) {
+  %v = load i32, ptr @answer
+  store i32 %v, ptr %out
+  ret void
+}
+"""
+
+
+def test_linked_objects_call_each_other() -> None:
+    objects = [cpu.emit_ir_object(text)[1] for text in (CALLER, CALLEE)]
+    linked = link_objects(objects)
+    found = elf.read_object(linked, platform.machine(), "linked")
+    assert found.function("caller") and found.function("store") and found.undefined == []
+    assert link_objects(objects) == linked  # the same bytes for the same parts
+    jit = load_object(linked)
+    out = np.zeros(1, np.int32)
+    jit.run("caller", out)
+    assert out[0] == 42
+
+
+def test_a_symbol_two_objects_define_is_an_error() -> None:
+    obj = cpu.emit_ir_object(CALLEE)[1]
+    with pytest.raises(RuntimeFailure, match="symbol store is defined by two object parts"):
+        link_objects([obj, obj])
+
+
+def test_a_relocation_against_no_symbol_stays_against_none() -> None:
+    """Symbol 0 is "no symbol" (``R_X86_64_NONE``-style entries): it maps to
+    itself, not to some part's first local."""
+    caller, callee = (cpu.emit_ir_object(text)[1] for text in (CALLER, CALLEE))
+
+    def relocations(obj: bytes) -> list[tuple[int, tuple[int, int, int]]]:
+        """(where in ``obj``, (offset, info, addend)) of each RELA entry."""
+        found = elf.read_object(obj, platform.machine(), "object")
+        return [
+            (at, struct.unpack_from("<QQq", obj, at))
+            for section in found.sections
+            if section.kind == 4  # SHT_RELA
+            for at in range(section.offset, section.offset + section.size, 24)
+        ]
+
+    at, (offset, _, _) = relocations(caller)[0]
+    patched = bytearray(caller)
+    struct.pack_into("<QQq", patched, at, offset, 0, 0)  # type 0 against symbol 0
+    linked = link_objects([bytes(patched), callee])
+    assert (offset, 0, 0) in [entry for _, entry in relocations(linked)]
