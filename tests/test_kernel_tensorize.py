@@ -243,6 +243,14 @@ def test_kernel_tensorize_rejects_bad_options(pipeline, message) -> None:
         apply_passes(_naive(DENSE, {}, 256), pipeline)
 
 
+@pytest.mark.parametrize("option", ["pack-weights=false", "winograd-min-channels=8"])
+def test_the_lowerings_moved_options_say_where_they_went(option) -> None:
+    """lower-graph-to-kernel's former packing and Winograd options are the
+    schedule's now: set, they are an error naming the new spelling."""
+    with pytest.raises(PassError, match=r"moved to the schedule.*kernel-tensorize\{winograd-min-channels=N\}"):
+        apply_passes(ember.parse(DENSE), f"lower-graph-to-kernel{{{option}}}")
+
+
 BUILDS = {
     "matmul": ("matmul", (2, 5, 6), (6, 9), (2, 5, 9), ""),
     "conv2d": ("conv2d", (1, 3, 9, 9), (4, 3, 3, 3), (1, 4, 5, 5), "{strides = [2, 2], padding = [1, 1, 1, 1]}"),

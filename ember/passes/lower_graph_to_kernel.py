@@ -203,7 +203,24 @@ class LowerGraphToKernelPass(ModulePass):
     (``ember.ops``) and their estimated FLOPs (``ember.flops``): what the
     profiler reports per kernel.  ``ember.build`` turns it on."""
 
+    pack_weights: bool | None = None
+    """Moved: weights are packed by the ``kernel-tensorize`` schedule now;
+    set, it is an error saying so."""
+
+    winograd_min_channels: int | None = None
+    """Moved to ``kernel-tensorize{winograd-min-channels=N}``; set, it is an
+    error saying so."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.pack_weights is not None or self.winograd_min_channels is not None:
+            moved = "pack-weights" if self.pack_weights is not None else "winograd-min-channels"
+            raise PassError(
+                f"lower-graph-to-kernel: option '{moved}' moved to the schedule: the "
+                "lowering emits naive kernels, and kernel-tensorize packs weights "
+                "(leave it out of the schedule to keep them unpacked) and chooses "
+                "Winograd (kernel-tensorize{winograd-min-channels=N}; build option "
+                "winograd_min_channels)"
+            )
         bits = self.vector_bits or VectorTarget.host().bits
         target = VectorTarget(bits)
         fused = fused_functions(op)
