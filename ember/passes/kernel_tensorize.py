@@ -729,6 +729,7 @@ def _workspace(
         extra = [TensorType(f32, list(shape)) for shape in shapes]
         new = CallKernelOp(callee, call.operands, [*(r.type for r in call.results), *extra])
         new.attributes.update(call.attributes)
+        new.location = call.location  # the graph ops it computes: remarks, op costs
         for old, result in zip(call.results, new.results):
             result.name_hint = old.name_hint
         Rewriter.replace_op(call, new, new.results[: len(call.results)])
