@@ -277,6 +277,12 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
         for pipe in (threaded, lane, auto, ray):
             if pipe is not None:
                 pipe.close()
+        if ray is not None:
+            # Its raylet and workers keep a core busy: the next workload's
+            # rows would be timed beside them.
+            import ray as ray_module
+
+            ray_module.shutdown()
     baseline = statistics.median(modes[0].rates or [1.0])
     rows = []
     for mode in modes:

@@ -245,7 +245,7 @@ def violations(edges: dict[str, set[str]]) -> dict[tuple[str, str], str]:
 def ember_edges() -> dict[str, set[str]]:
     return {
         module_name(path): imports_of(
-            path.read_text(), module_name(path), path.name == "__init__.py"
+            path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py"
         )
         for path in sorted(ROOT.rglob("*.py"))
     }

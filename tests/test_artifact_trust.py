@@ -99,7 +99,7 @@ def interp(tmp_path: Path) -> Path:
 
 
 def manifest_of(path: Path) -> dict[str, Any]:
-    return json.loads((path / "manifest.json").read_text())
+    return json.loads((path / "manifest.json").read_text(encoding="utf-8"))
 
 
 def forge(
@@ -212,7 +212,7 @@ def test_a_deeply_nested_layout_is_refused(conv: Path) -> None:
 
 
 def edit_layout(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    layout = json.loads((path / "layout.json").read_text())
+    layout = json.loads((path / "layout.json").read_text(encoding="utf-8"))
     change(layout)
     forge(path, layout_json=json.dumps(layout).encode())
 
@@ -445,7 +445,7 @@ def pipeline(tmp_path: Path) -> Path:
 
 
 def test_an_edited_pipeline_config_fails_its_own_checksum(pipeline: Path) -> None:
-    config = json.loads(pipeline.read_text())
+    config = json.loads(pipeline.read_text(encoding="utf-8"))
     config["inputs"][0]["shape"] = [1, 3, 8, 9]
     pipeline.write_text(json.dumps(config))
     with pytest.raises(ember.ArtifactError, match="its content does not match its own sha256"):
@@ -464,7 +464,7 @@ def test_an_edited_pipeline_config_fails_its_own_checksum(pipeline: Path) -> Non
     ids=["inputs-type", "source-type", "checksum-type", "no-stages"],
 )
 def test_wrong_pipeline_config_types_name_the_field(pipeline: Path, change, message: str) -> None:
-    config = json.loads(pipeline.read_text())
+    config = json.loads(pipeline.read_text(encoding="utf-8"))
     change(config)
     pipeline.write_text(json.dumps(seal(config)))
     with pytest.raises(ember.ArtifactError, match=message):
@@ -482,7 +482,7 @@ def test_wrong_pipeline_config_types_name_the_field(pipeline: Path, change, mess
     ids=["stage-input-name", "param-and-input"],
 )
 def test_forged_pipeline_config_is_cross_checked(pipeline: Path, change, message: str) -> None:
-    config = json.loads(pipeline.read_text())
+    config = json.loads(pipeline.read_text(encoding="utf-8"))
     change(config)
     pipeline.write_text(json.dumps(seal(config)))
     with pytest.raises(ember.ArtifactError, match=message):
@@ -557,7 +557,7 @@ def _forged_copy(source: Path, work: Path, rng: np.random.Generator) -> None:
         forge(work, lambda manifest: _mutate_json(manifest, rng))
         return
     if roll < 2 / 3:
-        layout = json.loads((work / "layout.json").read_text())
+        layout = json.loads((work / "layout.json").read_text(encoding="utf-8"))
         _mutate_json(layout, rng)
         forge(work, layout_json=json.dumps(layout).encode())
         return

@@ -347,7 +347,7 @@ def test_compare_script_end_to_end(tmp_path: Path) -> None:
         "compile s",
     ]
     assert any(line.startswith("| mlp ") for line in lines)
-    (result,) = json.loads(report.read_text())["results"]
+    (result,) = json.loads(report.read_text(encoding="utf-8"))["results"]
     assert result["workload"] == "mlp"
     assert "ember" not in result["problems"], result["problems"]
     assert result["timings"]["ember"]["runs"] == 3
@@ -359,7 +359,7 @@ def test_compare_script_end_to_end(tmp_path: Path) -> None:
     kernels = result["profile"]["kernels"]
     assert list(kernels) == ["fused_dense_bias_add_relu", "fused_dense_bias_add"]
     assert kernels["fused_dense_bias_add"]["ops"] == ["graph.dense", "graph.bias_add"]
-    assert "isa" in json.loads(report.read_text())["environment"]
+    assert "isa" in json.loads(report.read_text(encoding="utf-8"))["environment"]
 
 
 def test_the_compile_column_is_a_cold_build(
@@ -410,7 +410,7 @@ def test_memory_script_end_to_end(tmp_path: Path) -> None:
         check=False,  # the assertion below shows stderr
     )
     assert completed.returncode == 0, completed.stderr
-    rows = json.loads(report.read_text())
+    rows = json.loads(report.read_text(encoding="utf-8"))
     assert [row["way"] for row in rows] == ["ember-build", "ember-npz", "ember-load", "onnxruntime"]
     for row in rows:
         if "error" in row:  # onnxruntime not installed: said so, not hidden

@@ -66,7 +66,7 @@ def test_workload_matches_interpreter(name: str, dtype: str, tolerance: float) -
 def seed_003_program() -> str:
     """The seed-003 kernels, then a main mixing them with registered functions."""
     kernels = "\n".join(
-        line for line in SEED_003.read_text().splitlines() if not line.lstrip().startswith("//")
+        line for line in SEED_003.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("//")
     )
     return kernels + textwrap.dedent(
         """
@@ -191,7 +191,7 @@ def test_export_and_load_in_a_fresh_process(tmp_path: Path) -> None:
     data = np.random.default_rng(3).standard_normal((1, 3, 224, 224)).astype("float32")
     (expected,) = run_compiled(lib, {"data": data})
     lib.export_library(tmp_path / "net")
-    manifest = json.loads((tmp_path / "net" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "net" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["target"] == "llvm" and "program.o" in manifest["payload"]
     np.save(tmp_path / "data.npy", data)
     subprocess.run(
@@ -240,7 +240,7 @@ def test_program_frame_workspace_reuse_and_copies() -> None:
         np.add(x.numpy(), 1, out=np.from_dlpack(out))
 
     try:
-        lib = ember.build(PROGRAM.read_text(), target="llvm")
+        lib = ember.build(PROGRAM.read_text(encoding="utf-8"), target="llvm")
         x = np.arange(4, dtype="float32")
         d, same_x, c = run_compiled(lib, {"x": x})
     finally:

@@ -15,7 +15,7 @@ from ember.compiler import CompileOptions
 from ember.errors import PassError
 from tests.test_tools import EXAMPLES, assert_user_error, run_tool
 
-MLP = (EXAMPLES / "mlp.mlir").read_text()
+MLP = (EXAMPLES / "mlp.mlir").read_text(encoding="utf-8")
 IR_STAGES = ("parse", "bind", "graph", "kernel", "plan", "llvm-dialect")
 
 

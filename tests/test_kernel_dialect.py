@@ -33,7 +33,7 @@ SEED_FILE = Path(__file__).parent / "filecheck" / "dialects" / "kernel" / "seed-
 
 @pytest.fixture(scope="module")
 def seed_module() -> ModuleOp:
-    return ember.parse(SEED_FILE.read_text(), name=str(SEED_FILE))
+    return ember.parse(SEED_FILE.read_text(encoding="utf-8"), name=str(SEED_FILE))
 
 
 def _random(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:

@@ -64,7 +64,7 @@ def matmul_kernel(m: int, n: int, k: int) -> str:
 
 @pytest.fixture(scope="module")
 def seed_module() -> ModuleOp:
-    return ember.parse(SEED_FILE.read_text(), name=str(SEED_FILE))
+    return ember.parse(SEED_FILE.read_text(encoding="utf-8"), name=str(SEED_FILE))
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_matmul_any_shape_matches_interpreter(m: int, n: int, k: int) -> None:
 
 def test_lowering_file_kernels_run() -> None:
     """Stack temporary, strided loop, init, tanh (libm) and a malloc'd buffer."""
-    module = ember.parse(LOWERING_FILE.read_text(), name=str(LOWERING_FILE))
+    module = ember.parse(LOWERING_FILE.read_text(encoding="utf-8"), name=str(LOWERING_FILE))
     jit = compile_kernels(module)
     a = _random((4, 8), 15)
     s = np.zeros(4, np.float32)

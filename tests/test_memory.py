@@ -271,7 +271,7 @@ def test_an_empty_constants_file_is_checked_too(tmp_path: Path) -> None:
     path = tmp_path / "relu.ember"
     ember.build(text, "llvm").export_library(path)
     assert (path / "constants.bin").stat().st_size == 0
-    manifest = json.loads((path / "manifest.json").read_text())
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
     manifest["files"]["constants.bin"]["sha256"] = "0" * 64
     (path / "manifest.json").write_text(json.dumps(seal(manifest)))
     with pytest.raises(ember.ArtifactError, match="constants.bin does not match its checksum"):

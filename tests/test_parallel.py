@@ -83,7 +83,7 @@ def _run_all_ways(
 
 
 def test_elementwise_with_constant_and_nested_parallel_loop() -> None:
-    text = FILECHECK_FILE.read_text()
+    text = FILECHECK_FILE.read_text(encoding="utf-8")
     x = _random((7, 5), 1)
     result = _run_all_ways(text, "scale", [x], np.full((7, 5), np.nan, np.float32))
     np.testing.assert_array_equal(result, 2 * x)

@@ -33,7 +33,7 @@ def test_the_dialect_is_registered_lazily():
 
 @pytest.mark.parametrize("generic", [False, True])
 def test_print_parse_print_is_stable(generic):
-    module = ember.parse(OPS_FILE.read_text())
+    module = ember.parse(OPS_FILE.read_text(encoding="utf-8"))
     text = ember.to_text(module, generic=generic)
     assert ember.to_text(ember.parse(text), generic=generic) == text
 
@@ -97,7 +97,7 @@ def test_verifier_errors_name_both_ends():
 
 
 def test_interpretation_runs_stages_in_order():
-    module = ember.parse(OPS_FILE.read_text())
+    module = ember.parse(OPS_FILE.read_text(encoding="utf-8"))
     x = np.array([-1.5, 2, -3, 4], np.float32)
     total, negated = interpret_pipeline(module, "multi", x)
     np.testing.assert_array_equal(total, np.maximum(x, 0) - x)
@@ -107,7 +107,7 @@ def test_interpretation_runs_stages_in_order():
 
 
 def test_interpretation_errors():
-    module = ember.parse(OPS_FILE.read_text())
+    module = ember.parse(OPS_FILE.read_text(encoding="utf-8"))
     x = np.zeros(4, np.float32)
     with pytest.raises(
         InterpretError,

@@ -197,14 +197,14 @@ def test_seed_artifact_is_readable_relative_and_loads_in_a_fresh_process(
 ):
     dtype, _lib, path, executors, _ = seed_flow
     root = Path(path).parent
-    config = json.loads(Path(path).read_text())
+    config = json.loads(Path(path).read_text(encoding="utf-8"))
     assert config["format"] == "ember-pipeline"
     assert [s["name"] for s in config["stages"]] == ["main_0", "main_1"]
     assert [s["device"] for s in config["stages"]] == ["cpu:0", "cpu:1"]
     assert config["stages"][1]["inputs"] == [
         {"name": "data_n", "from": {"stage": "main_0", "output": 0}}
     ]
-    assert str(root) not in Path(path).read_text()  # every path is relative
+    assert str(root) not in Path(path).read_text(encoding="utf-8")  # every path is relative
     # A moved artifact still loads.
     moved = tmp_path / "moved"
     shutil.copytree(root, moved)
@@ -725,7 +725,7 @@ def exported(tmp_path) -> Path:
 
 def _edit_json(path: Path, change) -> None:
     """Change the config and reseal it, as a forger would."""
-    data = json.loads(path.read_text())
+    data = json.loads(path.read_text(encoding="utf-8"))
     change(data)
     path.write_text(json.dumps(seal(data)))
 
@@ -770,7 +770,7 @@ def _edit_json(path: Path, change) -> None:
         ),
         (
             lambda p: (p.parent / "main_1" / "manifest.json").write_text(
-                (p.parent / "main_1" / "manifest.json").read_text() + " "
+                (p.parent / "main_1" / "manifest.json").read_text(encoding="utf-8") + " "
             ),
             r"stage @main_1 .*main_1: manifest\.json does not match the checksum its "
             r"pipeline config records",

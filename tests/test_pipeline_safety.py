@@ -355,7 +355,7 @@ def _check(index: int, outputs) -> None:
 
 
 def _resident_bytes() -> int:
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    pages = int(Path("/proc/self/statm").read_text(encoding="utf-8").split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 

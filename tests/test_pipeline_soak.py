@@ -37,7 +37,7 @@ func.func @main(%x: tensor<1x{WIDTH}xf32>, %b: tensor<1x{WIDTH}xf32>, %w: tensor
 
 
 def _resident_bytes() -> int:
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    pages = int(Path("/proc/self/statm").read_text(encoding="utf-8").split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 

@@ -268,7 +268,7 @@ def test_the_peak_is_measured_once_and_cached_under_ember_cache_dir(cache_dir: P
     first = peak.peak()
     assert first.gflops_per_core > 0 and first.lanes >= 4
     assert first.gflops(2) == 2 * first.gflops_per_core
-    cached = json.loads((cache_dir / peak.CACHE_FILE).read_text())
+    cached = json.loads((cache_dir / peak.CACHE_FILE).read_text(encoding="utf-8"))
     (entry,) = cached.values()
     # A later process reads the file: here, a forged figure proves it is read.
     entry["gflops_per_core"] = 12345.0
@@ -281,7 +281,7 @@ def test_a_damaged_cache_is_measured_again(cache_dir: Path) -> None:
     cache_dir.mkdir(parents=True)
     (cache_dir / peak.CACHE_FILE).write_text("{not json")
     assert peak.peak().gflops_per_core > 0
-    assert json.loads((cache_dir / peak.CACHE_FILE).read_text())  # rewritten whole
+    assert json.loads((cache_dir / peak.CACHE_FILE).read_text(encoding="utf-8"))  # rewritten whole
 
 
 # --------------------------------------------------------------------------

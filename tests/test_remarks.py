@@ -26,7 +26,7 @@ MLP = str(EXAMPLES / "mlp.mlir")
 
 
 def _parse(path: str) -> object:
-    return ember.parse(Path(path).read_text(), name=path)
+    return ember.parse(Path(path).read_text(encoding="utf-8"), name=path)
 
 
 def test_nobody_listening_collects_nothing() -> None:
@@ -110,7 +110,7 @@ def test_remarks_file_matches_the_documented_schema(tmp_path: Path, capsys) -> N
     )
     assert code == 0
     assert capsys.readouterr().err == ""  # a file alone prints nothing
-    document = json.loads(out.read_text())
+    document = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(document, remarks.REMARK_SCHEMA)
     kinds = {(r["pass"], r["kind"]) for r in document["remarks"]}
     assert {("simplify-inference", "applied"), ("fuse-ops", "applied"),
@@ -121,7 +121,7 @@ def test_remarks_file_in_yaml(tmp_path: Path) -> None:
     yaml = pytest.importorskip("yaml")
     out = tmp_path / "remarks.yaml"
     assert ember_opt.main([CONVBNRELU, "-p", "fuse-ops", f"--remarks-file={out}"]) == 0
-    jsonschema.validate(yaml.safe_load(out.read_text()), remarks.REMARK_SCHEMA)
+    jsonschema.validate(yaml.safe_load(out.read_text(encoding="utf-8")), remarks.REMARK_SCHEMA)
 
 
 def test_the_schema_rejects_a_malformed_record() -> None:

@@ -83,7 +83,7 @@ def test_artifact_layout_and_manifest(artifact: Path) -> None:
         "manifest.json",
         "params.npz",
     ]
-    manifest = json.loads((artifact / "manifest.json").read_text())
+    manifest = json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))
     assert (
         manifest["format"] == "ember-module"
         and manifest["format_version"] == FORMAT_VERSION
@@ -101,7 +101,7 @@ def test_artifact_layout_and_manifest(artifact: Path) -> None:
     assert manifest["params"] == ["bias", "weight"]
     assert set(manifest["files"]) == {"graph.mlir", "params.npz"}
     # The payload is the graph IR with params kept out of it.
-    graph = ember.parse((artifact / "graph.mlir").read_text())
+    graph = ember.parse((artifact / "graph.mlir").read_text(encoding="utf-8"))
     assert "graph.constant" not in ember.to_text(graph)
     with np.load(artifact / "params.npz") as params:
         np.testing.assert_array_equal(params["weight"], WEIGHT)
@@ -182,7 +182,7 @@ def test_export_refuses_to_clobber_other_files(tmp_path: Path) -> None:
     (tmp_path / "file.bin").write_bytes(b"x")
     with pytest.raises(ArtifactError, match="not an ember artifact"):
         lib.export_library(tmp_path / "file.bin")
-    assert (tmp_path / "notes" / "todo.txt").read_text() == "keep me"
+    assert (tmp_path / "notes" / "todo.txt").read_text(encoding="utf-8") == "keep me"
 
 
 # -- errors on load ----------------------------------------------------------------------
@@ -190,7 +190,7 @@ def test_export_refuses_to_clobber_other_files(tmp_path: Path) -> None:
 
 def edit_manifest(artifact: Path, **changes: object) -> None:
     """Change manifest fields and reseal it, as a forger would."""
-    manifest = json.loads((artifact / "manifest.json").read_text())
+    manifest = json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))
     manifest.update(changes)
     (artifact / "manifest.json").write_text(json.dumps(seal(manifest)))
 
@@ -215,7 +215,7 @@ def test_corrupt_manifest_json(artifact: Path) -> None:
 
 
 def test_manifest_without_entry(artifact: Path) -> None:
-    manifest = json.loads((artifact / "manifest.json").read_text())
+    manifest = json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))
     del manifest["entry"]
     (artifact / "manifest.json").write_text(json.dumps(seal(manifest)))
     with pytest.raises(ArtifactError, match="corrupt manifest.*field entry is missing"):
@@ -253,7 +253,7 @@ def test_missing_payload(artifact: Path) -> None:
 
 
 def test_modified_payload_fails_its_checksum(artifact: Path) -> None:
-    text = (artifact / "graph.mlir").read_text()
+    text = (artifact / "graph.mlir").read_text(encoding="utf-8")
     (artifact / "graph.mlir").write_text(text.replace("graph.relu", "graph.sigmoid"))
     with pytest.raises(ArtifactError, match="graph.mlir does not match its checksum"):
         load_module(artifact)
@@ -272,7 +272,7 @@ def test_payload_with_invalid_ir_and_consistent_checksum(artifact: Path) -> None
 
     bad = b"func.func @main("
     (artifact / "graph.mlir").write_bytes(bad)
-    manifest = json.loads((artifact / "manifest.json").read_text())
+    manifest = json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))
     manifest["files"]["graph.mlir"]["sha256"] = hashlib.sha256(bad).hexdigest()
     manifest["files"]["graph.mlir"]["bytes"] = len(bad)
     (artifact / "manifest.json").write_text(json.dumps(seal(manifest)))
@@ -335,7 +335,7 @@ def test_registered_backend_builds_exports_and_loads(
         register_backend("test-backend", RecordingBackend)
     lib = build(MLP, target="test-backend", params={"weight": WEIGHT, "bias": BIAS})
     lib.export_library(tmp_path / "net")
-    manifest = json.loads((tmp_path / "net" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "net" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["target"] == "test-backend" and manifest["payload"] == [
         "program.txt"
     ]

@@ -399,13 +399,13 @@ _REGENERATE = (
 @pytest.mark.parametrize("cpu", CPUS)
 @pytest.mark.parametrize("name", ["mlp", "convbnrelu", "tiny_pipe"])
 def test_default_schedule_reproduces_the_recorded_kernels(name, cpu) -> None:
-    expected = (GOLDEN / f"kernels-{name}-{cpu}.mlir").read_text()
+    expected = (GOLDEN / f"kernels-{name}-{cpu}.mlir").read_text(encoding="utf-8")
     assert _kernel_text(name, cpu) == expected, _REGENERATE.format(name)
 
 
 @pytest.mark.parametrize("cpu", CPUS)
 def test_default_schedule_reproduces_resnet18s_kernels(cpu) -> None:
-    expected = json.loads((GOLDEN / "kernels-sha256.json").read_text())[f"resnet18-{cpu}"]
+    expected = json.loads((GOLDEN / "kernels-sha256.json").read_text(encoding="utf-8"))[f"resnet18-{cpu}"]
     text = _kernel_text("resnet18", cpu)
     assert hashlib.sha256(text.encode()).hexdigest() == expected, _REGENERATE.format("resnet18")
 

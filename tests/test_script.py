@@ -105,7 +105,7 @@ def _numpy_mlp(x, w0, b0, w1, b1):
 
 def test_python_kernels_are_the_seed_003_kernels() -> None:
     """Written in Python, the three kernels are the hand-written IR's, op for op."""
-    written = ember.parse(SEED_003.read_text())
+    written = ember.parse(SEED_003.read_text(encoding="utf-8"))
     by_name = {op.sym_name.data: op for op in written.ops}
     for k in (linear0, relu0, linear1):
         assert k.func.is_structurally_equivalent(by_name[k.name]), k.name
@@ -173,7 +173,7 @@ def test_every_kernel_of_the_kernel_dialect_doc_can_be_written_in_python() -> No
     script are the page's IR, op for op."""
     import re
 
-    doc = (HERE.parents[1] / "docs" / "kernel-dialect.md").read_text()
+    doc = (HERE.parents[1] / "docs" / "kernel-dialect.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```(mlir|python|sh)[^\n]*\n(.*?)```", doc, flags=re.S)
     written = {}
     for kind, block in blocks:
@@ -240,7 +240,7 @@ def test_every_kernel_of_the_kernel_dialect_doc_can_be_written_in_python() -> No
 
 
 def _line_of(text: str) -> int:
-    for number, line in enumerate(HERE.read_text().splitlines(), start=1):
+    for number, line in enumerate(HERE.read_text(encoding="utf-8").splitlines(), start=1):
         if text in line:
             return number
     raise AssertionError(text)

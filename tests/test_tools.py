@@ -122,7 +122,7 @@ def test_opt_writes_output_file(relu_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.mlir"
     result = run_tool("ember-opt", relu_file, "-p", "canonicalize", "-o", out)
     assert result.returncode == 0, result.stderr
-    assert out.read_text().count("graph.relu") == 1
+    assert out.read_text(encoding="utf-8").count("graph.relu") == 1
 
 
 @pytest.mark.parametrize(

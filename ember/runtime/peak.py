@@ -82,7 +82,7 @@ def _machine_key() -> str:
 
 def _read_cache(key: str) -> Peak | None:
     try:
-        entry = json.loads((cache_dir() / CACHE_FILE).read_text())[key]
+        entry = json.loads((cache_dir() / CACHE_FILE).read_text(encoding="utf-8"))[key]
         found = Peak(float(entry["gflops_per_core"]), int(entry["lanes"]), str(entry["cpu"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -92,7 +92,7 @@ def _read_cache(key: str) -> Peak | None:
 def _write_cache(key: str, found: Peak) -> None:
     path = cache_dir() / CACHE_FILE
     try:
-        entries = json.loads(path.read_text()) if path.exists() else {}
+        entries = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         if not isinstance(entries, dict):
             entries = {}
     except (OSError, ValueError):
