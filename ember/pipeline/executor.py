@@ -984,10 +984,19 @@ def _unshare_kernel_threads(share: int, workers: _Workers) -> None:
     with _threads_lock:
         _thread_shares.remove(share)
         _sharing.remove(workers)
-        if _thread_shares:
-            threads.set_num_threads(min(_thread_shares))
-        elif _saved_thread_count is not None:
-            threads.set_num_threads(_saved_thread_count)
+        _set_shared_count(_saved_thread_count)
+
+
+def _set_shared_count(otherwise: int | None) -> None:
+    """With ``_threads_lock`` held: kernels on the smallest share an
+    executor holds, or, where none does, on ``otherwise`` (None: as they
+    are)."""
+    from ember.runtime import threads
+
+    if _thread_shares:
+        threads.set_num_threads(min(_thread_shares))
+    elif otherwise is not None:
+        threads.set_num_threads(otherwise)
 
 
 @contextmanager
@@ -1015,8 +1024,7 @@ def _every_kernel_thread() -> Iterator[None]:
         yield
     finally:
         with _threads_lock:
-            if _thread_shares:
-                threads.set_num_threads(min(_thread_shares))
+            _set_shared_count(None)
 
 
 @contextmanager
@@ -1034,12 +1042,8 @@ def _kernel_threads(share: int) -> Iterator[None]:
         yield
     finally:
         with _threads_lock:
-            if _thread_shares:
-                threads.set_num_threads(min(_thread_shares))
-            elif shared and _saved_thread_count is not None:
-                threads.set_num_threads(_saved_thread_count)
-            else:
-                threads.set_num_threads(previous)
+            saved = _saved_thread_count
+            _set_shared_count(saved if shared and saved is not None else previous)
 
 
 def _shutdown(workers: _Workers, shared: list[int | None], timeout: float) -> bool:
