@@ -241,10 +241,17 @@ def test_the_overlapped_lane_keeps_order_over_many_windows(three_stages, window)
         per_call = {None: pipe._lane.window, 1: 1, 7: 5}[window]
         drains = 0 if window == 1 else 1
         assert pipe.lane_windows == math.ceil(len(inputs) / per_call) + drains
-        assert pipe.lane_threads == _team(3)
-        assert all(math.isfinite(plan.seconds) for plan in pipe._plans)
-        assert all(math.isnan(plan.inline_seconds) for plan in pipe._plans)
-        assert pipe._lane.samples == pipe.lane_windows - drains and pipe._lane.seconds > 0
+        # The stream fills and drains back to back in this thread (every
+        # stage ran so); a window of 1 has nothing to overlap: it runs each
+        # input so, on every core, and no call overlaps.
+        assert all(math.isfinite(plan.inline_seconds) for plan in pipe._plans)
+        if window == 1:
+            assert all(math.isnan(plan.seconds) for plan in pipe._plans)
+            assert pipe._lane.samples == 0
+        else:
+            assert pipe.lane_threads == _team(3)
+            assert all(math.isfinite(plan.seconds) for plan in pipe._plans)
+            assert pipe._lane.samples == pipe.lane_windows - drains and pipe._lane.seconds > 0
     assert len(outputs) == len(inputs)
     for data, got in zip(inputs, outputs):
         (expected,) = ember.interpret(module, "main", data)
@@ -270,7 +277,7 @@ def test_the_overlapped_lane_pins_stages_and_gives_the_caller_its_cores_back(thr
 
 
 @pytest.mark.parametrize("window", [None, 2])
-@pytest.mark.parametrize("bad", [0, 5, 16, 31])
+@pytest.mark.parametrize("bad", [0, 5, 16, 31, 39])
 def test_a_failure_on_the_overlapped_lane_names_stage_1_and_its_input(checked_gather, bad, window):
     """Input ``bad`` fails stage 1 mid-window while stage 0 runs ahead: the
     inputs before it come out, all right, then a StageError names stage 1
@@ -278,13 +285,16 @@ def test_a_failure_on_the_overlapped_lane_names_stage_1_and_its_input(checked_ga
     (no stage starts a slot past the failed one), so its failure is not the
     one named; the next ``map`` runs as if nothing happened.  With
     ``window=2`` (a new input per call) stage 1 meets input ``bad`` in the
-    call after the one that took it (it lags an input behind)."""
+    call after the one that took it (it lags an input behind).  The
+    last input fails as the stream drains (back to back in the caller's
+    thread)."""
     x = np.arange(8, dtype=np.float32) - 2
     good, wrong = np.array([0, 3, 7, 1], np.int64), np.array([0, 3, 9, 1], np.int64)
     worse = np.array([0, 3, -4, 1], np.int64)
     inputs = [{"x": x, "idx": good} for _ in range(40)]
     inputs[bad] = {"x": x, "idx": wrong}
-    inputs[bad + 2] = {"x": x, "idx": worse}
+    if bad + 2 < len(inputs):
+        inputs[bad + 2] = {"x": x, "idx": worse}
     expected = np.maximum(x, 0)[good]
     with PipelineModule(checked_gather, inline=False, lane=True) as pipe:
         outputs = []
@@ -297,7 +307,8 @@ def test_a_failure_on_the_overlapped_lane_names_stage_1_and_its_input(checked_ga
         assert len(outputs) == bad and pipe.overlapped_lane_runs == bad + 1
         np.testing.assert_array_equal(outputs, [expected] * bad)
         after = [out[0].numpy() for out in pipe.map(inputs[bad + 3 :])]
-        assert pipe.overlapped_lane_runs == 40 - 2  # inputs bad + 1 and bad + 2 skipped
+        skipped = min(2, 40 - bad - 1)  # inputs bad + 1 and bad + 2
+        assert pipe.overlapped_lane_runs == 40 - skipped
     np.testing.assert_array_equal(after, [expected] * len(after))
 
 
@@ -382,6 +393,42 @@ def test_a_call_list_runs_a_stream_overlapped_in_order():
     np.testing.assert_array_equal([z.numpy()[0] for z in zs], [4.0, 8.0, 12.0, 16.0])
     # A call with nothing left to run took no time: each call's own totals.
     assert calls.run_overlapped([4, 4]) == ([4, 4], None, [0.0, 0.0])
+
+
+def test_a_call_list_fills_and_drains_a_stream_back_to_back():
+    """``run_back_to_back`` advances the same stream as ``run_overlapped``,
+    in the caller's thread, each input's stages in order: stage 0 fills the
+    pipeline alone, the overlapped call finds stage 1's input ready, and
+    the drain finishes the inputs stage 1 lags behind; the same bounds are
+    refused.  A failed input stops the stream there, every input before it
+    finished."""
+    lib = ember.build(
+        """
+        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+          %0 = graph.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+          func.return %0 : tensor<4xf32>
+        }
+        """,
+        "llvm",
+    )
+    xs = [ember.nd.array(np.full(4, i + 1, np.float32)) for i in range(4)]
+    ys = [ember.nd.array(np.full(4, -1, np.float32)) for _ in range(4)]
+    zs = [ember.nd.array(np.full(4, -1, np.float32)) for _ in range(4)]
+    runs = []
+    for x, y, z in zip(xs, ys, zs):
+        runs += [lib.bind([x], [y]), lib.bind([y], [z])]
+    calls = CallList([run.native for run in runs], stages=2)
+    calls.start_stream()
+    done, failure, seconds = calls.run_back_to_back([1, 0])
+    assert done == [1, 0] and failure is None and seconds[0] > 0 and seconds[1] == 0
+    np.testing.assert_array_equal([y.numpy()[0] for y in ys], [2.0, -1.0, -1.0, -1.0])
+    assert [z.numpy()[0] for z in zs] == [-1.0] * 4
+    assert calls.run_overlapped([3, 2])[0] == [3, 2]
+    with pytest.raises(RuntimeFailure, match=r"cannot run them to \[3, 4\]"):
+        calls.run_back_to_back([3, 4])
+    done, failure, seconds = calls.run_back_to_back([4, 4])
+    assert done == [4, 4] and failure is None and min(seconds) > 0
+    np.testing.assert_array_equal([z.numpy()[0] for z in zs], [4.0, 8.0, 12.0, 16.0])
 
 
 def test_auto_switches_between_the_lanes_plans_in_order(three_stages, monkeypatch):

@@ -104,7 +104,7 @@ import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
@@ -643,6 +643,7 @@ class _Lane:
         window: Sequence[Mapping[str, NDArray | np.ndarray]],
         first: int,
         cores: Sequence[int | None] | None,
+        threads: Callable[[bool], AbstractContextManager[None]],
         lag: bool = True,
     ) -> tuple[list[list[NDArray]], StageError | None]:
         """Take ``window`` (at most :attr:`window` inputs, numbered from
@@ -652,6 +653,12 @@ class _Lane:
         short of the newest, so that the next call finds work ready for
         every stage (those inputs stay on the lane meanwhile); without, the
         call finishes them all (at most :attr:`slots` then).
+        An empty pipeline fills, and a call without ``lag`` drains, back to
+        back in the caller's thread (:meth:`CallList.run_back_to_back`): then
+        one stage alone has work, and its kernels get every core instead of
+        one while the other stages' cores idle.  ``threads(overlapped)``:
+        the kernels' thread count for the overlapped call (each stage's
+        share) or for a back-to-back one (every core).
         Returns the outputs of the inputs the last stage finished, in
         order (those of earlier windows first), and the error of the one
         that failed, if any (then the stream ends there: the inputs after
@@ -664,49 +671,78 @@ class _Lane:
         for name, rows in self.inputs:
             rows[slots] = [staged[name] for staged in window]  # one copy in numpy's C
         self.taken += count
-        return self._overlapped_call(count, cores, lag)
+        return self._overlapped_call(cores, threads, lag)
 
     def drain(
-        self, cores: Sequence[int | None] | None
+        self,
+        cores: Sequence[int | None] | None,
+        threads: Callable[[bool], AbstractContextManager[None]],
     ) -> tuple[list[list[NDArray]], StageError | None]:
         """Finish every input the stream took (see :meth:`overlap`)."""
-        return self._overlapped_call(0, cores, lag=False)
+        return self._overlapped_call(cores, threads, lag=False)
 
     def abandon(self) -> None:
         """Drop the inputs still on the lane (``map`` left early)."""
         self.taken = self.read = 0
 
     def _overlapped_call(
-        self, count: int, cores: Sequence[int | None] | None, lag: bool
+        self,
+        cores: Sequence[int | None] | None,
+        threads: Callable[[bool], AbstractContextManager[None]],
+        lag: bool,
     ) -> tuple[list[list[NDArray]], StageError | None]:
-        stages = len(self.plans)
-        before = self.calls.stream_done()
-        newest = self.taken
-        ends = [max(newest - (s if lag else 0), finished) for s, finished in enumerate(before)]
-        start = time.perf_counter()
-        done, failure, seconds = self.calls.run_overlapped(ends, cores)
-        took = time.perf_counter() - start
-        self.team = self.calls.team
-        error = None
-        if failure is not None:
+        stages, newest = len(self.plans), self.taken
+        done = self.calls.stream_done()
+        failure = None
+        if done[0] == done[-1] < newest:  # empty: stage s fills up to s short of the newest
+            done, failure = self._back_to_back(
+                [min(newest, done[0] + stages - 1 - s) for s in range(stages)], threads
+            )
+        ends = [max(newest - s, finished) for s, finished in enumerate(done)]
+        if failure is None and ends != done:
+            before = done
+            start = time.perf_counter()
+            with threads(True):
+                done, failure, seconds = self.calls.run_overlapped(ends, cores)
+            took = time.perf_counter() - start
+            self.team = self.calls.team
+            if failure is None:
+                for plan, total, end, begin in zip(self.plans, seconds, done, before):
+                    if end > begin:
+                        plan.record(total / (end - begin))
+                if done[-1] > before[-1]:
+                    self.record(took / (done[-1] - before[-1]))
+        if failure is None and not lag and done[-1] < newest:
+            done, failure = self._back_to_back([newest] * stages, threads)
+        while failure is not None:
+            # The stages downstream finish the inputs before it (none starts
+            # it or a later one: the stream stopped there).
             index, stage = failure
-            error = self._error(stage, self.base + index, overlapped=True)
-            # The stages downstream finish the inputs before it (none
-            # starts it or a later one: the stream stopped there).
-            done, _, _ = self.calls.run_overlapped([newest] * stages, cores)
-            complete = index
-        else:
-            for plan, total, end, begin in zip(self.plans, seconds, done, before):
-                if end > begin:
-                    plan.record(total / (end - begin))
-            if count:  # a drain's time is no window's
-                self.record(took / count)
-            complete = done[-1]
+            done, earlier = self._back_to_back([max(d, index) for d in done], threads)
+            if earlier is None:
+                break
+            failure = earlier
+        complete = done[-1] if failure is None else failure[0]
         outputs = self._outputs(np.arange(self.read, complete) % self.slots)
         self.read = complete
-        if error is not None:
-            self.abandon()
-        return outputs, error
+        if failure is None:
+            return outputs, None
+        index, stage = failure
+        self.abandon()
+        return outputs, self._error(stage, self.base + index, overlapped=True)
+
+    def _back_to_back(
+        self, ends: list[int], threads: Callable[[bool], AbstractContextManager[None]]
+    ) -> tuple[list[int], tuple[int, int] | None]:
+        """The stream advanced to ``ends`` back to back (see :meth:`overlap`):
+        how far each stage got, and where one failed, if one did."""
+        before = self.calls.stream_done()
+        with threads(False):
+            done, failure, seconds = self.calls.run_back_to_back(ends)
+        for plan, total, end, begin in zip(self.plans, seconds, done, before):
+            if end > begin:
+                plan.record(total / (end - begin), here=True)
+        return done, failure
 
     def _error(self, stage: int, index: int, overlapped: bool = False) -> StageError:
         """The :class:`StageError` of input ``index``, failed in ``stage``;
@@ -1459,10 +1495,9 @@ class PipelineExecutor(PipelineInputs):
         if overlapped:
             # Each stage's kernels get its share, as in the stage threads
             # (nested regions: one thread each unless libgomp nests).
-            with _kernel_threads(self.kernel_threads):
-                results, error = self._lane.overlap(
-                    batch, first, self._workers.cores, lag=self._lane_lags(window)
-                )
+            results, error = self._lane.overlap(
+                batch, first, self._workers.cores, self._lane_threads, self._lane_lags(window)
+            )
             self.overlapped_lane_runs += len(results) + (error is not None)
         else:
             with _every_kernel_thread():
@@ -1474,14 +1509,18 @@ class PipelineExecutor(PipelineInputs):
         if error is not None:
             raise error
 
+    def _lane_threads(self, overlapped: bool) -> AbstractContextManager[None]:
+        """The kernels' threads for a call of the overlapped lane: each
+        stage's share when the stages overlap, every core back to back."""
+        return _kernel_threads(self.kernel_threads) if overlapped else _every_kernel_thread()
+
     def _drain_lane(self) -> Iterator[list[NDArray]]:
         """Finish the inputs still overlapped on the lane (the stages
         downstream lag behind); yield their outputs, then raise the error
         of the input that failed, if one did."""
         if self._lane is None or not self._lane.streaming:
             return
-        with _kernel_threads(self.kernel_threads):
-            results, error = self._lane.drain(self._workers.cores)
+        results, error = self._lane.drain(self._workers.cores, self._lane_threads)
         self.overlapped_lane_runs += len(results) + (error is not None)
         self.lane_windows += 1
         yield from results

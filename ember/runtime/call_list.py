@@ -233,19 +233,7 @@ class CallList:
             )
         arguments = self._overlapped_arguments(cores)
         state = self._state
-        done = state[:stages].tolist()
-        ends = [int(end) for end in ends]
-        if (
-            len(ends) != stages
-            or any(end < finished for end, finished in zip(ends, done))
-            or any(ends[k + 1] > ends[k] for k in range(stages - 1))
-            or ends[0] - done[-1] > slots
-        ):
-            raise RuntimeFailure(
-                f"a call list of {slots} slots of {stages} stages, its stages at "
-                f"inputs {done}, cannot run them to {ends}: a stage may not go back "
-                "nor past its upstream, nor stage 0 more than the slots past the last"
-            )
+        ends = self._checked_ends(ends, state[:stages].tolist(), slots)
         state[stages : 2 * stages] = ends
         self._nanoseconds[:] = 0  # each stage adds its calls' time on its thread
         parallel, worker = _overlapped_worker()
@@ -264,6 +252,62 @@ class CallList:
             failure = (limit, state[2 * stages : 3 * stages].tolist().index(limit))
         seconds = [ns * 1e-9 for ns in self._nanoseconds.tolist()]
         return state[:stages].tolist(), failure, seconds
+
+    def run_back_to_back(
+        self, ends: Sequence[int]
+    ) -> tuple[list[int], tuple[int, int] | None, list[float]]:
+        """Advance the stream (:meth:`start_stream`) as :meth:`run_overlapped`
+        does — stage ``s`` up to input ``ends[s]``, the same bounds — but
+        back to back in the caller's thread: input after input from the
+        oldest one a stage has left, each input's stages in order, so their
+        kernels' parallel loops get the caller's threads.  A stream fills and
+        drains this way (stage 0 alone has work at its start, the last stage
+        alone at its end) on every core instead of one.  Returns what
+        :meth:`run_overlapped` returns; a failed input stops the stream there
+        as it does, the inputs before it finished by every stage."""
+        stages, slots = self._stages, len(self._runs) // self._stages
+        self._overlapped_arguments(None)
+        state = self._state
+        done = state[:stages].tolist()
+        ends = self._checked_ends(ends, done, slots)
+        seconds = [0.0] * stages
+        failure = None
+        base = self._arguments[0]
+        try:
+            for index in range(min(done), ends[0]):
+                for s in range(stages):
+                    if not done[s] <= index < ends[s]:
+                        continue
+                    # One call: the list seen from this run's (entry, frame) pair on.
+                    self._arguments[0] = base + 2 * ctypes.sizeof(ctypes.c_void_p) * (
+                        (index % slots) * stages + s
+                    )
+                    ran, failed, took = self.run(1)
+                    seconds[s] += took[0]
+                    if failed:
+                        failure = (index, s)
+                        state[2 * stages + s] = index
+                        self._overlapped[6] = index  # type: ignore[index]  # the limit
+                        return state[:stages].tolist(), failure, seconds
+                    done[s] = state[s] = index + 1
+        finally:
+            self._arguments[0] = base
+        return state[:stages].tolist(), failure, seconds
+
+    def _checked_ends(self, ends: Sequence[int], done: list[int], slots: int) -> list[int]:
+        ends = [int(end) for end in ends]
+        if (
+            len(ends) != self._stages
+            or any(end < finished for end, finished in zip(ends, done))
+            or any(ends[k + 1] > ends[k] for k in range(self._stages - 1))
+            or ends[0] - done[-1] > slots
+        ):
+            raise RuntimeFailure(
+                f"a call list of {slots} slots of {self._stages} stages, its stages at "
+                f"inputs {done}, cannot run them to {ends}: a stage may not go back "
+                "nor past its upstream, nor stage 0 more than the slots past the last"
+            )
+        return ends
 
     def _overlapped_arguments(self, cores: Sequence[int | None] | None) -> np.ndarray:
         stages = self._stages
