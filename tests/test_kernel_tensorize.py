@@ -25,6 +25,7 @@ from ember.compiler import CompileOptions, to_graph, to_kernel
 from ember.dialects.graph import CallKernelOp, ConstantOp
 from ember.dialects.kernel import BlockOp, ForOp, kernel_functions
 from ember.errors import PassError
+from ember.lowering import microkernels as mk
 from ember.lowering.gemm import PACK_MIN_ROWS
 from ember.passes.bind_params import bind_params_in_place
 from ember.passes.kernel_tensorize import match_contraction
@@ -198,6 +199,67 @@ def test_kernel_tensorize_is_sound(case, bits) -> None:
     got = ember.interpret(_reversed_independent_loops(tiled), "main", *args)
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_array_equal(g, e)
+
+
+@st.composite
+def deep_convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs) of a one-group conv2d with a few input
+    channels (so that its reduction splits) and more output pixels than a
+    tile holds."""
+    dtype = draw(st.sampled_from(["f32", "f16"]))
+    in_channels, out_channels = draw(st.integers(2, 3)), draw(st.integers(1, 5))
+    kh, kw, s = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    h, w = draw(st.integers(4, 5)) * s, draw(st.integers(5, 6)) * s  # 20+ pixels: 2+ tiles
+    oh, ow = (h + 2 - kh) // s + 1, (w + 2 - kw) // s + 1
+    attrs = f"{{strides = [{s}, {s}], padding = [1, 1, 1, 1]}}"
+    np_type = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    x, wt = (1, in_channels, h, w), (out_channels, in_channels, kh, kw)
+    values = {
+        "a": rng.standard_normal(x).astype(np_type),
+        "b": rng.standard_normal(wt).astype(np_type),
+        "c": rng.standard_normal(out_channels).astype(np_type),
+    }
+    params = {"b": values.pop("b")} if draw(st.booleans()) else {}
+    text = _program("conv2d", x, wt, (1, out_channels, oh, ow), dtype, "bias_relu", attrs)
+    return text, params, values
+
+
+@settings(SOUNDNESS, max_examples=8)
+@given(deep_convolutions(), st.sampled_from([128, 256, 512]))
+def test_a_reduction_in_chunks_is_sound(case, bits) -> None:
+    """Every panel "too long for the cache" (the thresholds lowered, so
+    small convolutions take the path ResNet's deep layers take): the
+    reduction runs in chunks through a row of partial sums per pixel, in
+    the naive order, so the sums are the same bits."""
+    text, params, inputs = case
+    naive = _naive(text, params, bits)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mk, "CHUNKED_PANEL_BYTES", 0)
+        patch.setattr(mk, "CHUNK_BYTES", 1)
+        tiled = apply_passes(naive, f"kernel-pad-input,kernel-tensorize{{vector-bits={bits}}}")
+    ember.verify_module(tiled)
+    loops = {op.induction_var.name_hint for op in tiled.walk() if isinstance(op, ForOp)}
+    blocks = {op.block_name.data for op in tiled.walk() if isinstance(op, BlockOp)}
+    assert "conv2d_save" in blocks and "ico" in loops  # chunked
+    args = [inputs[name] for name in ("a", "b", "c") if name in inputs]
+    expected = ember.interpret(naive, "main", *args)
+    got = ember.interpret(_reversed_independent_loops(tiled), "main", *args)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_deep_layers_run_their_reduction_in_chunks() -> None:
+    """ResNet-18's 512-channel 3×3 layer at 7×7 (295 KB panels): chunks of
+    16 input channels (9 KB of panel), parallel over the 32 panels."""
+    product = mk.Product(
+        "conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None  # type: ignore[arg-type]
+    )
+    assert mk.reduction_chunk(product) == 16
+    shallow = mk.Product("conv2d", 49, 512, (("ic", 64), ("kh", 3), ("kw", 3)), None, 16, 5, None, None)  # type: ignore[arg-type]
+    assert mk.reduction_chunk(shallow) is None  # 37 KB panels stay in L2
+    one_tile = mk.Product("dense", 1, 1000, (("k", 4096),), None, 16, 5, None, None)  # type: ignore[arg-type]
+    assert mk.reduction_chunk(one_tile) is None  # each panel is read once
 
 
 DENSE = _program("dense", (3, 8), (10, 8), (3, 10), "f32", "bias_relu")
