@@ -20,7 +20,8 @@ from ember.dialects.graph import ConstantOp
 from ember.dialects.kernel import is_kernel
 from ember.interp.kernel_impls import run_kernel
 from ember.lowering.graph_to_kernel import VectorTarget, lower_group, make_group
-from ember.lowering.winograd import F2X2_3X3, WinogradPacking, winograd_transform
+from ember.lowering import winograd
+from ember.lowering.winograd import F2X2_3X3, WinogradPacking, padded_row, winograd_transform
 from ember.passes.bind_params import bind_params_in_place
 from ember.passes.kernel_pad_input import KernelPadInputPass
 from ember.passes.kernel_tensorize import KernelTensorizePass
@@ -163,6 +164,35 @@ def test_pack_is_the_transform() -> None:
     matrix = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
     expected = (matrix @ g[0, 0] @ matrix.T).reshape(16, 1, 1)
     np.testing.assert_allclose(WinogradPacking(F2X2_3X3).pack(g), expected)
+
+
+def test_u_rows_of_a_cache_aliasing_length_get_a_line_more() -> None:
+    """Rows of 128 or 256 output channels (512 B, 1 KiB) would put a tile's
+    reduction steps in a few L1 sets: they get 16 unused floats more."""
+    assert [padded_row(k) for k in (3, 64, 96, 128, 256, 512)] == [3, 64, 96, 144, 272, 528]
+
+
+@pytest.mark.parametrize("bound", [True, False])
+def test_padded_u_rows_compute_the_convolution(monkeypatch, bound: bool) -> None:
+    """Every row padded (the threshold lowered to one float): the packed
+    constant's extra columns are zero, the kernel that transforms a weight
+    argument writes only the real ones, and both compute the convolution."""
+    monkeypatch.setattr(winograd, "ROW_ALIAS_BYTES", 4)
+    data, out_channels = (1, 3, 6, 7), 5
+    text = conv_text(data, out_channels, (1, 1, 1, 1))
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(data).astype(np.float32)
+    w = rng.standard_normal((out_channels, 3, 3, 3)).astype(np.float32)
+    packed = WinogradPacking(F2X2_3X3).pack(w)
+    assert packed.shape == (16, 3, out_channels + winograd.ROW_PAD)
+    assert not packed[..., out_channels:].any()
+    (want,) = ember.interpret(ember.parse(text), "main", x, w)
+    options = {"schedule": SCHEDULE_32}  # built here, not from the cache: the threshold is patched
+    if bound:
+        got = ember.build(text, params={"w": w}, options=options, cache=False)["main"](x).numpy()
+    else:
+        got = ember.build(text, options=options, cache=False)["main"](x, w).numpy()
+    assert_within_bound(got, want, magnitude_bound(text, x, w))
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
