@@ -96,7 +96,7 @@ def is_independent(loop: ForOp) -> bool:
         if not isinstance(user, BlockOp):
             continue
         for var, kind, bound in zip(user.iter_vars, user.kinds, user.bindings):
-            if bound is iv or _computed_from(bound, iv):
+            if bound is iv or computed_from(bound, iv):
                 if kind == REDUCE:
                     return False
                 bound_vars.setdefault(user, set()).add(var)
@@ -114,7 +114,7 @@ def is_independent(loop: ForOp) -> bool:
             continue
         outer = _outermost_block(op, loop)
         variables = bound_vars.get(outer, set())
-        if not any(_computed_from(index, v) for index in op.indices for v in variables):
+        if not any(computed_from(index, v) for index in op.indices for v in variables):
             return False
     return True
 
@@ -140,7 +140,8 @@ def _outermost_block(op: Operation, loop: ForOp) -> BlockOp | None:
     return found
 
 
-def _computed_from(value: SSAValue, source: SSAValue) -> bool:
+def computed_from(value: SSAValue, source: SSAValue) -> bool:
+    """Whether ``value`` is ``source`` or computed from it (through any op)."""
     stack, seen = [value], set()
     while stack:
         current = stack.pop()

@@ -47,9 +47,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ember import remarks
-from ember.analysis.loop_nests import _computed_from, loop_nests, scheduled_kinds
+from ember.analysis.loop_nests import computed_from, loop_nests, scheduled_kinds
 from ember.dialects.kernel import SPATIAL, BlockOp, ForOp, kernel_functions
-from ember.passes.kernel_tensorize import _is_zero_index
+from ember.analysis.index_terms import is_zero_index
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def _row_accumulator(loop: ForOp) -> memref.AllocOp | None:
             1 if isinstance(user, memref.StoreOp) else 0
         ):
             return None
-        if not all(_is_zero_index(index) for index in user.indices) or _block_var(user, iv) is None:
+        if not all(is_zero_index(index) for index in user.indices) or _block_var(user, iv) is None:
             return None
     written: set[SSAValue] = set()
     for op in inner:
@@ -135,7 +135,7 @@ def _row_accumulator(loop: ForOp) -> memref.AllocOp | None:
                 if child.memref in written:
                     return None  # it reads what a store block writes
                 row = _block_var(child, iv)
-                if row is None or not child.indices or not _computed_from(child.indices[-1], row):
+                if row is None or not child.indices or not computed_from(child.indices[-1], row):
                     return None  # not read along its rows by the loop
     return acc
 

@@ -53,7 +53,7 @@ from xdsl.passes import ModulePass
 from ember import remarks
 from ember.dialects.kernel import REDUCE, BlockOp, ForOp, kernel_functions
 from ember.lowering import graph_to_kernel as g2k
-from ember.passes.kernel_tensorize import _index
+from ember.analysis.index_terms import index_terms
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def _guarded(select: arith.SelectOp, args: Sequence[SSAValue]) -> tuple | None:
 def _largest(value: SSAValue, variables: dict[SSAValue, tuple[str, int]], extents: list[int]) -> int | None:
     """The largest value of window index ``value`` (one that grows with a
     spatial and a reduce variable of the block), or ``None``."""
-    terms = _index(value, variables)  # type: ignore[arg-type]
+    terms = index_terms(value, variables)  # type: ignore[arg-type]
     if terms is None or any(len(v) != 2 or f < 0 for v, f in terms.items()):
         return None
     if {v[0] for v in terms} != {"s", "r"}:

@@ -43,9 +43,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ember import remarks
-from ember.analysis.loop_nests import _computed_from
+from ember.analysis.loop_nests import computed_from
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functions
-from ember.passes.kernel_tensorize import _index
+from ember.analysis.index_terms import index_terms
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def _match(row_loop: ForOp) -> _Window | None:
     if v_l is None or v_k is None or v_p is None:
         return None
     inner = (row_loop.induction_var, columns.induction_var, rows.induction_var)
-    if any(b not in inner and any(_computed_from(b, iv) for iv in inner) for b in block.bindings):
+    if any(b not in inner and any(computed_from(b, iv) for iv in inner) for b in block.bindings):
         return None
     stores = [op for op in block.walk() if isinstance(op, memref.StoreOp)]
     loads = [op for op in block.walk() if isinstance(op, memref.LoadOp)]
@@ -156,10 +156,10 @@ def _match(row_loop: ForOp) -> _Window | None:
         )
     ):
         return None
-    terms = _index(read.indices[-1], {v_l: ("s", 0), v_k: ("r", 0)})
+    terms = index_terms(read.indices[-1], {v_l: ("s", 0), v_k: ("r", 0)})
     if terms is None or set(terms) != {("s", 0), ("r", 0)}:
         return None
-    if any(_computed_from(i, v) for i in read.indices[:-1] for v in (v_l, v_k)):
+    if any(computed_from(i, v) for i in read.indices[:-1] for v in (v_l, v_k)):
         return None
     if any(use.operation not in _slice(read.indices[:-1], block) for use in v_p.uses):
         return None  # the window's row is used for more than reading B

@@ -84,6 +84,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ember import remarks
+from ember.analysis.index_terms import ONE, Index, Variable, index_terms, is_zero_index
 from ember.analysis.loop_nests import loop_nests
 from ember.dialects.graph import CallKernelOp, ConstantOp
 from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functions
@@ -101,16 +102,6 @@ from ember.lowering.winograd import (
 )
 from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
 
-Variable = tuple[str, int] | tuple[str, int, int]
-"""``("s", d)``: the result's index ``d``; ``("r", d)``: the reduction's;
-``("s//", d, q)`` and ``("s%", d, q)``: the result's index ``d`` divided by
-``q`` (rounding down) and its remainder (a grouped convolution's group and
-channel in the group); ``ONE``: the constant 1 (its factor is an offset)."""
-Index = tuple[tuple[Variable, int], ...]
-"""An operand index as a sum of variables times factors, sorted;
-``()`` is the constant 0."""
-
-ONE: Variable = ("1", 0)
 
 
 def linear(**terms: int) -> Index:
@@ -155,48 +146,8 @@ def _plain(loop: ForOp) -> bool:
     return loop.kind.data == "serial" and loop.lb == 0 and loop.step_value == 1
 
 
-def _is_zero_index(value: SSAValue) -> bool:
-    op = value.owner
-    return (
-        isinstance(op, arith.ConstantOp)
-        and isinstance(op.value, IntegerAttr)
-        and op.value.value.data == 0
-    )
-
-
 def _binds(block: BlockOp, ivs: Sequence[SSAValue], kinds: Sequence[str]) -> bool:
     return list(block.bindings) == list(ivs) and list(block.kinds) == list(kinds)
-
-
-def _index(value: SSAValue, variables: dict[SSAValue, Variable]) -> dict[Variable, int] | None:
-    """``value`` as variables times factors, if it is one (``addi``, ``muli``
-    by a constant, block variables and their ``divsi``/``remsi`` by a
-    constant, constants)."""
-    if value in variables:
-        return {variables[value]: 1}
-    op = value.owner
-    if _is_zero_index(value):
-        return {}
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return {ONE: op.value.value.data}
-    if isinstance(op, arith.AddiOp):
-        lhs, rhs = _index(op.lhs, variables), _index(op.rhs, variables)
-        if lhs is None or rhs is None:
-            return None
-        return {v: lhs.get(v, 0) + rhs.get(v, 0) for v in {*lhs, *rhs}}
-    if isinstance(op, arith.MuliOp):
-        factor = op.rhs.owner
-        terms = _index(op.lhs, variables)
-        if terms is None or not isinstance(factor, arith.ConstantOp):
-            return None
-        return {v: f * factor.value.value.data for v, f in terms.items()}  # type: ignore[attr-defined]
-    if isinstance(op, arith.DivSIOp | arith.RemSIOp) and op.lhs in variables:
-        divisor = op.rhs.owner
-        if isinstance(divisor, arith.ConstantOp) and divisor.value.value.data > 0:  # type: ignore[attr-defined]
-            kind, d = variables[op.lhs][:2]
-            suffix = "//" if isinstance(op, arith.DivSIOp) else "%"
-            return {(kind + suffix, d, divisor.value.value.data): 1}  # type: ignore[attr-defined]
-    return None
 
 
 def _read(value: SSAValue, variables: dict[SSAValue, Variable], buffers: Sequence[SSAValue]) -> Operand | None:
@@ -208,7 +159,7 @@ def _read(value: SSAValue, variables: dict[SSAValue, Variable], buffers: Sequenc
         return None
     indices: list[Index] = []
     for index in load.indices:
-        terms = _index(index, variables)
+        terms = index_terms(index, variables)
         if terms is None:
             return None
         indices.append(tuple(sorted((v, f) for v, f in terms.items() if f)))
@@ -231,7 +182,7 @@ def _accumulates(block: BlockOp, acc: SSAValue) -> tuple[SSAValue, SSAValue] | N
         isinstance(old, memref.LoadOp)
         and old.memref is acc
         and isinstance(product, arith.MulfOp)
-        and all(_is_zero_index(i) for i in (*old.indices, *store.indices))
+        and all(is_zero_index(i) for i in (*old.indices, *store.indices))
     ):
         return None
     a, b = product.lhs, product.rhs

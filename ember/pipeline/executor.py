@@ -107,7 +107,7 @@ from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -1015,8 +1015,6 @@ def _share_kernel_threads(share: int, workers: _Workers) -> None:
 
 
 def _unshare_kernel_threads(share: int, workers: _Workers) -> None:
-    from ember.runtime import threads
-
     with _threads_lock:
         _thread_shares.remove(share)
         _sharing.remove(workers)
