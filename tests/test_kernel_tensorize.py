@@ -237,6 +237,7 @@ def test_a_reduction_in_chunks_is_sound(case, bits) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(mk, "CHUNKED_PANEL_BYTES", 0)
         patch.setattr(mk, "CHUNK_BYTES", 1)
+        patch.setattr(mk, "CHUNKED_MIN_PANELS", 1)
         tiled = apply_passes(naive, f"kernel-pad-input,kernel-tensorize{{vector-bits={bits}}}")
     ember.verify_module(tiled)
     loops = {op.induction_var.name_hint for op in tiled.walk() if isinstance(op, ForOp)}
@@ -260,6 +261,8 @@ def test_deep_layers_run_their_reduction_in_chunks() -> None:
     assert mk.reduction_chunk(shallow) is None  # 37 KB panels stay in L2
     one_tile = mk.Product("dense", 1, 1000, (("k", 4096),), None, 16, 5, None, None)  # type: ignore[arg-type]
     assert mk.reduction_chunk(one_tile) is None  # each panel is read once
+    few = mk.Product("conv2d", 3136, 32, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None)  # type: ignore[arg-type]
+    assert mk.reduction_chunk(few) is None  # 2 panels: the threads share (panel, tile) pairs
 
 
 DENSE = _program("dense", (3, 8), (10, 8), (3, 10), "f32", "bias_relu")

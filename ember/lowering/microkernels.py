@@ -282,14 +282,24 @@ CHUNK_BYTES = 16 << 10
 to the chunk's input."""
 
 
+CHUNKED_MIN_PANELS = 8
+"""Fewest panels a product runs in reduction chunks: its threads share the
+panels (each has its partial sums), so fewer would leave cores idle."""
+
+
 def reduction_chunk(product: Product) -> int | None:
     """The chunk of the product's outermost reduction loop (a divisor of its
     extent) whose panel slice is at most :data:`CHUNK_BYTES`, or None: its
     panel is short enough (:data:`CHUNKED_PANEL_BYTES`), one tile covers
-    every pixel (nothing reads a panel twice), or the whole loop fits a chunk."""
+    every pixel (nothing reads a panel twice), it has fewer panels than
+    :data:`CHUNKED_MIN_PANELS`, or the whole loop fits a chunk."""
     (_, outer), *rest = product.reduction
     row_bytes = math.prod(extent for _, extent in rest) * product.lanes * 4
-    if outer * row_bytes <= CHUNKED_PANEL_BYTES or product.pixels <= product.tile:
+    if (
+        outer * row_bytes <= CHUNKED_PANEL_BYTES
+        or product.pixels <= product.tile
+        or -(-product.channels // product.lanes) < CHUNKED_MIN_PANELS
+    ):
         return None
     most = max(1, CHUNK_BYTES // row_bytes)
     chunk = max(d for d in range(1, min(most, outer) + 1) if outer % d == 0)
