@@ -174,6 +174,16 @@ def contractions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str,
     return _program(op, a, b, out, dtype, epilogue), params, values
 
 
+def assert_same_bits(naive, scheduled, inputs: dict[str, np.ndarray]) -> None:
+    """``scheduled`` (its independent loops run backwards) computes what
+    ``naive`` does, bit for bit, on ``inputs`` (``a``, ``b``, ``c``, those given)."""
+    args = [inputs[name] for name in ("a", "b", "c") if name in inputs]
+    expected = ember.interpret(naive, "main", *args)
+    got = ember.interpret(_reversed_independent_loops(scheduled), "main", *args)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g, e)
+
+
 def _naive(text: str, params: dict[str, np.ndarray], bits: int):
     module = ember.parse(text)
     bind_params_in_place(module, params, "main")
@@ -194,11 +204,7 @@ def test_kernel_tensorize_is_sound(case, bits) -> None:
     [kernel] = [k for k in kernel_functions(tiled) if k.sym_name.data != "add"]
     assert match_contraction(kernel) is None  # rewritten
     assert any(isinstance(op, ForOp) and op.kind.data == "vectorized" for op in kernel.walk())
-    args = [inputs[name] for name in ("a", "b", "c") if name in inputs]
-    expected = ember.interpret(naive, "main", *args)
-    got = ember.interpret(_reversed_independent_loops(tiled), "main", *args)
-    for g, e in zip(got, expected, strict=True):
-        np.testing.assert_array_equal(g, e)
+    assert_same_bits(naive, tiled, inputs)
 
 
 @st.composite
@@ -243,11 +249,7 @@ def test_a_reduction_in_chunks_is_sound(case, bits) -> None:
     loops = {op.induction_var.name_hint for op in tiled.walk() if isinstance(op, ForOp)}
     blocks = {op.block_name.data for op in tiled.walk() if isinstance(op, BlockOp)}
     assert "conv2d_save" in blocks and "ico" in loops  # chunked
-    args = [inputs[name] for name in ("a", "b", "c") if name in inputs]
-    expected = ember.interpret(naive, "main", *args)
-    got = ember.interpret(_reversed_independent_loops(tiled), "main", *args)
-    for g, e in zip(got, expected, strict=True):
-        np.testing.assert_array_equal(g, e)
+    assert_same_bits(naive, tiled, inputs)
 
 
 def test_deep_layers_run_their_reduction_in_chunks() -> None:

@@ -358,12 +358,11 @@ def test_lane_must_be_a_bool_or_none(three_stages):
         PipelineModule(three_stages[1], lane="yes")
 
 
-def test_a_call_list_runs_a_stream_overlapped_in_order():
-    """Two stages per slot (``y = x + x``, then ``z = y + y``), a ring of
-    four slots: stage 1 ending an input short of stage 0 leaves that input
-    to the next call, which finds it ready; every slot's second stage read
-    its own first stage's result.  Ends that would overtake the upstream
-    stage or reuse a slot still in use are refused before anything runs."""
+def _doubling_ring() -> tuple[CallList, list, list, tuple]:
+    """A call list of two stages per slot (``y = x + x``, then ``z = y + y``)
+    over a ring of four slots, input ``i`` being ``i + 1``; the ``y`` and
+    ``z`` buffers (-1 until written); and what must outlive the list (the
+    module, its inputs and bound runs)."""
     lib = ember.build(
         """
         func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -380,6 +379,16 @@ def test_a_call_list_runs_a_stream_overlapped_in_order():
     for x, y, z in zip(xs, ys, zs):
         runs += [lib.bind([x], [y]), lib.bind([y], [z])]
     calls = CallList([run.native for run in runs], stages=2)
+    return calls, ys, zs, (lib, xs, runs)
+
+
+def test_a_call_list_runs_a_stream_overlapped_in_order():
+    """Two stages per slot (``y = x + x``, then ``z = y + y``), a ring of
+    four slots: stage 1 ending an input short of stage 0 leaves that input
+    to the next call, which finds it ready; every slot's second stage read
+    its own first stage's result.  Ends that would overtake the upstream
+    stage or reuse a slot still in use are refused before anything runs."""
+    calls, ys, zs, _alive = _doubling_ring()
     calls.start_stream()
     done, failure, seconds = calls.run_overlapped([3, 2])
     assert done == [3, 2] and failure is None and len(seconds) == 2 and min(seconds) >= 0
@@ -402,22 +411,7 @@ def test_a_call_list_fills_and_drains_a_stream_back_to_back():
     the drain finishes the inputs stage 1 lags behind; the same bounds are
     refused.  A failed input stops the stream there, every input before it
     finished."""
-    lib = ember.build(
-        """
-        func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-          %0 = graph.add %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-          func.return %0 : tensor<4xf32>
-        }
-        """,
-        "llvm",
-    )
-    xs = [ember.nd.array(np.full(4, i + 1, np.float32)) for i in range(4)]
-    ys = [ember.nd.array(np.full(4, -1, np.float32)) for _ in range(4)]
-    zs = [ember.nd.array(np.full(4, -1, np.float32)) for _ in range(4)]
-    runs = []
-    for x, y, z in zip(xs, ys, zs):
-        runs += [lib.bind([x], [y]), lib.bind([y], [z])]
-    calls = CallList([run.native for run in runs], stages=2)
+    calls, ys, zs, _alive = _doubling_ring()
     calls.start_stream()
     done, failure, seconds = calls.run_back_to_back([1, 0])
     assert done == [1, 0] and failure is None and seconds[0] > 0 and seconds[1] == 0
