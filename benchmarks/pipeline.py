@@ -29,7 +29,9 @@ builds, for ``llvm``:
   back-to-back win is the fallback's, not the pipeline's;
 * *ray*: the same split through ``RayPipelineExecutor``, each stage an
   actor of a local one-node Ray started here (127.0.0.1 only), when ``ray``
-  is installed (``ember[distributed]``), else the line says why not.
+  is installed (``ember[distributed]``), else the line says why not.  Its
+  rounds come after the other modes', with the cluster started for them
+  and shut down after (a raylet beside the other modes would take a core).
 
 Every mode streams the same inputs and copies each output out, and its
 outputs are checked against the sequential run's before timing.  Modes are
@@ -69,7 +71,6 @@ from ember.pipeline import (
     build,
     op_costs,
     save_op_costs,
-    split_graph,
 )
 from ember.pipeline.build import PipelineLibrary
 from ember.runtime import Module, threads
@@ -246,40 +247,28 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
             ),
         ),
     ]
-    ray, why_not = ray_pipeline(lib) if with_ray else (None, "ray: skipped (--no-ray)")
-    if ray is not None:
-        modes.append(Mode("ray", piped(ray), max(stage_seconds)))
     try:
         # The pipelines start their workers here, which shares the cores out
         # among the stages' kernels (PipelineModule.kernel_threads) while
         # they are open: the sequential baseline gets every core back below.
         reference = sequential(pool)
         for mode in modes[1:]:
-            for got, expected in zip(mode.stream(pool), reference):
-                # A cut changes what fuses, so float32 sums may round apart:
-                # the tolerance scales with the output's largest magnitude.
-                scale = float(np.max(np.abs(expected)))
-                np.testing.assert_allclose(
-                    got, expected, rtol=1e-5, atol=1e-5 * scale, err_msg=mode.name
-                )
-        for mode in modes:
-            mode.rates, mode.cpu_seconds = [], []
-        for _ in range(rounds):
-            for mode in modes:
-                if mode is modes[0]:
-                    with every_core():
-                        took, cpu = _timed(mode.stream, inputs)
-                else:
-                    took, cpu = _timed(mode.stream, inputs)
-                mode.rates.append(count / took)
-                mode.cpu_seconds.append(cpu / count)
+            _check(mode, pool, reference)
+        _time_rounds(modes, inputs, rounds, every_core_for=modes[0])
     finally:
-        for pipe in (threaded, lane, auto, ray):
-            if pipe is not None:
-                pipe.close()
-        if ray is not None:
-            # Its raylet and workers keep a core busy: the next workload's
-            # rows would be timed beside them.
+        for pipe in (threaded, lane, auto):
+            pipe.close()
+    ray, why_not = ray_pipeline(lib) if with_ray else (None, "ray: skipped (--no-ray)")
+    if ray is not None:
+        # Timed in rounds of its own, after the others, the cluster down
+        # before and after: its raylet and workers keep a core busy, and the
+        # other modes would be timed beside them.
+        modes.append(Mode("ray", piped(ray), max(stage_seconds)))
+        try:
+            _check(modes[-1], pool, reference)
+            _time_rounds(modes[-1:], inputs, rounds)
+        finally:
+            ray.close()
             import ray as ray_module
 
             ray_module.shutdown()
@@ -293,6 +282,37 @@ def measure(name: str, count: int, rounds: int, with_ray: bool = True) -> list[R
     if ray is None:
         rows.append((why_not, math.nan, math.nan, math.nan, math.nan, ""))
     return rows
+
+
+def _check(mode: Mode, pool: Sequence[np.ndarray], reference: Sequence[np.ndarray]) -> None:
+    """``mode``'s outputs for ``pool`` are the sequential run's."""
+    for got, expected in zip(mode.stream(pool), reference):
+        # A cut changes what fuses, so float32 sums may round apart: the
+        # tolerance scales with the output's largest magnitude.
+        scale = float(np.max(np.abs(expected)))
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * scale, err_msg=mode.name)
+
+
+def _time_rounds(
+    modes: Sequence[Mode],
+    inputs: Sequence[np.ndarray],
+    rounds: int,
+    every_core_for: Mode | None = None,
+) -> None:
+    """``rounds`` rounds of ``modes``, interleaved (load drift on a shared
+    machine hits all alike); ``every_core_for`` runs with its kernels on
+    every core (the sequential baseline while pipelines are open)."""
+    for mode in modes:
+        mode.rates, mode.cpu_seconds = [], []
+    for _ in range(rounds):
+        for mode in modes:
+            if mode is every_core_for:
+                with every_core():
+                    took, cpu = _timed(mode.stream, inputs)
+            else:
+                took, cpu = _timed(mode.stream, inputs)
+            mode.rates.append(len(inputs) / took)  # type: ignore[union-attr]
+            mode.cpu_seconds.append(cpu / len(inputs))  # type: ignore[union-attr]
 
 
 @contextmanager
