@@ -124,7 +124,7 @@ from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
 compiled = []
 emit = backend.emit_object
-backend.emit_object = lambda *args: compiled.append(1) or emit(*args)
+backend.emit_object = lambda *args, **kwargs: compiled.append(1) or emit(*args, **kwargs)
 cpu, wall = time.process_time(), time.perf_counter()
 ember.build(module, target="llvm", params=params)
 times = [time.process_time() - cpu, time.perf_counter() - wall]
