@@ -162,6 +162,7 @@ def _build(
     fast_math: bool,
     cache: bool,
 ) -> Module:
+    """:func:`build` without remarks (its arguments, checked here)."""
     from ember.driver import printing
     from ember.runtime import cache as build_cache
     from ember.backends import backend_for
