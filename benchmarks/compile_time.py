@@ -9,7 +9,9 @@ are counted, as a user's first build pays them):
 * the same build taken apart into the driver's stages (``ember.compiler``:
   graph passes, kernel lowering, llvm-dialect lowering, xDSL's translation
   to LLVM IR, LLVM's O3, code generation, linking), each timed, with the
-  module translated and compiled whole on one thread (where the CPU goes);
+  module translated and compiled whole on one thread (where the CPU goes),
+  with Python's automatic garbage collection paused as ``ember.build``
+  pauses it (:func:`ember.runtime.memory.collection_paused`);
 * the build's own way of running those last stages: the module split into
   parts, each translated in turn and compiled by LLVM on ember's thread
   count (``ember.backends.cpu.emit_object``), timed together;
@@ -53,9 +55,11 @@ from ember.backends.cpu import _digest_global
 from ember.build import _bind_params
 from ember.runtime import jit
 from ember.runtime.cpu import pack_constants
+from ember.runtime.memory import collection_paused
 from ember.runtime.module import signature_of
 from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
+collection_paused().__enter__()  # as in ember.build
 times = {}
 clock = [time.process_time(), time.perf_counter()]
 def lap(stage):
@@ -93,9 +97,11 @@ from ember.backends import cpu as backend
 from ember.backends.cpu import _digest_global
 from ember.build import _bind_params
 from ember.runtime.cpu import pack_constants
+from ember.runtime.memory import collection_paused
 from ember.runtime.module import signature_of
 from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
+collection_paused().__enter__()  # as in ember.build
 options = compiler.CompileOptions()
 bound = _bind_params(signature_of(module, options.entry), params, copy=False)
 graph = compiler.to_graph(module, bound, options)
@@ -118,7 +124,7 @@ from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
 compiled = []
 emit = backend.emit_object
-backend.emit_object = lambda *args: compiled.append(1) or emit(*args)
+backend.emit_object = lambda *args, **kwargs: compiled.append(1) or emit(*args, **kwargs)
 cpu, wall = time.process_time(), time.perf_counter()
 ember.build(module, target="llvm", params=params)
 times = [time.process_time() - cpu, time.perf_counter() - wall]

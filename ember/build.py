@@ -143,6 +143,26 @@ def build(
             )
         lib.remarks = tuple(records)
         return lib
+    from ember.runtime.memory import collection_paused
+
+    # The build's objects live to its end: the collector's automatic
+    # passes over them would free nothing (collection_paused says more).
+    handed = [params]
+    del params
+    with collection_paused():
+        return _build(module, target, handed.pop(), entry, options, fast_math, cache)
+
+
+def _build(
+    module: ModuleOp | str,
+    target: str | Target,
+    params: Mapping[str, Any] | None,
+    entry: str,
+    options: Mapping[str, Any] | None,
+    fast_math: bool,
+    cache: bool,
+) -> Module:
+    """:func:`build` without remarks (its arguments, checked here)."""
     from ember.driver import printing
     from ember.runtime import cache as build_cache
     from ember.backends import backend_for

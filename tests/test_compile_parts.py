@@ -98,6 +98,44 @@ def test_parts_compile_each_function_as_one_module_does(
     np.testing.assert_array_equal(run(parted, 5), run(whole, 5))
 
 
+def test_a_build_releases_its_ir_while_llvm_compiles(
+    small_parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the last part is translated the llvm-dialect IR is dead: a
+    build that releases memory (weights of RELEASE_BYTES and more) collects
+    it then, while LLVM compiles the parts (on a core otherwise idle), not
+    after LLVM is done.  Here LLVM waits for that collection."""
+    from ember.runtime import memory
+
+    threads.set_num_threads(2)
+    monkeypatch.setattr(cpu, "RELEASE_BYTES", 0)
+    translated: list[int] = []
+    released = threading.Event()
+    waited: list[bool] = []
+    translate, compile_part, release = cpu.translate, cpu._compile_part, memory.release_free_memory
+
+    def translating(*args):
+        translated.append(1)
+        return translate(*args)
+
+    def compiling(*args):
+        waited.append(released.wait(timeout=5))
+        return compile_part(*args)
+
+    def releasing() -> None:
+        release()
+        if translated:  # not the releases between the earlier stages
+            released.set()
+
+    monkeypatch.setattr(cpu, "translate", translating)
+    monkeypatch.setattr(cpu, "_compile_part", compiling)
+    monkeypatch.setattr(memory, "release_free_memory", releasing)
+    lib = build()
+    assert len(translated) == 3 and waited == [True] * 3
+    monkeypatch.undo()
+    np.testing.assert_array_equal(run(lib, 7), run(build(), 7))
+
+
 def test_a_module_compiled_in_parts_exports_and_loads(small_parts, tmp_path) -> None:
     """The linked object passes every check ``ember.load_module`` makes
     (ELF structure, relocations, the entry and the layout digest)."""

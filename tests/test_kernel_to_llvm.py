@@ -223,6 +223,22 @@ def test_unsupported_op_fails_before_changing_the_module() -> None:
     assert ember.to_text(module) == before
 
 
+def test_a_strided_memref_is_named_with_its_kernel() -> None:
+    module = ember.parse(
+        """
+        func.func @strided(%X: memref<4xf32, strided<[2]>>) attributes {kernel.kernel} {
+          func.return
+        }
+        """
+    )
+    with pytest.raises(
+        PassError,
+        match=r"kernel @strided: argument of type memref<4xf32, strided<\[2\]>>: "
+        r"only statically shaped row-major memrefs are supported",
+    ):
+        lower_kernels_to_llvm(module)
+
+
 def test_gpu_loops_are_rejected() -> None:
     module = ember.parse(
         """

@@ -412,3 +412,59 @@ def test_folding_a_scale_into_a_weight_rounds_once_from_f64() -> None:
     folded = ember.apply_passes(ember.bind_params(ember.parse(text), {"w": w, "s": s}), "fold-constants")
     expected = (w.astype(np.float64) * s.reshape(16, 1, 1, 1).astype(np.float64)).astype(np.float32)
     np.testing.assert_array_equal(constants_of(folded)["w_scaled"].to_array(), expected)
+
+
+# -- the collector during a build ------------------------------------------------
+
+
+def test_a_build_runs_no_automatic_garbage_collection() -> None:
+    """The IR a build makes lives to the end of its stage: the collector's
+    automatic passes over it would find nothing to free (a build frees its
+    dead stages itself), so they are off while it compiles."""
+    import gc
+
+    text, params = chain_network(layers=3, width=32)
+    module = ember.parse(text)
+    ember.build(module, "llvm", params=params, cache=False)  # the imports it needs
+    collections: list[int] = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        lib = ember.build(module, "llvm", params=params, cache=False)
+    finally:
+        gc.callbacks.remove(count)
+    # At most the one the collector starts as it is enabled again at the
+    # end (without the pause: dozens, all through the build).
+    assert len(collections) <= 1
+    assert gc.isenabled()
+    x = np.random.default_rng(4).standard_normal((1, 32)).astype(np.float32)
+    expected = ember.interpret(ember.bind_params(ember.parse(text), params), "main", x)[0]
+    np.testing.assert_allclose(run(lib, x), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_collection_paused_nests_and_keeps_a_caller_s_setting() -> None:
+    import gc
+
+    from ember.runtime.memory import collection_paused
+
+    assert gc.isenabled()
+    with collection_paused():
+        with collection_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer block still runs
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collection_paused():
+            pass
+        assert not gc.isenabled()  # the caller turned it off: it stays off
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError):
+        with collection_paused():
+            1 / 0
+    assert gc.isenabled()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -93,7 +93,7 @@ class CpuBackend(Backend):
         (:class:`ember.compiler.CompileOptions`) changes the graph
         pipeline, e.g. to measure fusion on and off."""
         from ember import compiler, driver
-        from ember.runtime.memory import release_free_memory
+        from ember.runtime.memory import release_free_memory, return_free_pages
 
         options = replace(options or compiler.CompileOptions(), entry=signature.name)
         externs = extern_function_names(module)
@@ -104,11 +104,8 @@ class CpuBackend(Backend):
         # never in an old stage's attributes too.
         # A full collection costs ~60 ms with ember loaded: worth it only
         # when the weights are big enough to matter.
-        release = (
-            release_free_memory
-            if sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
-            else lambda: None
-        )
+        big = sum(p.nbytes for p in params.values()) >= RELEASE_BYTES
+        release = release_free_memory if big else lambda: None
         handed = [module, params]
         del module, params
         program = driver.lower(
@@ -131,8 +128,14 @@ class CpuBackend(Backend):
         del program
         modules[0].body.block.add_op(_digest_global(layout))
         entries = (layout.symbol, profile_symbol(layout.function))
-        llvm_ir, obj = emit_object(modules.pop(), options.target, entries)
-        release()
+        # The llvm-dialect IR is released once it is translated, while LLVM
+        # compiles (on a core the Python stages left idle); LLVM's memory
+        # once it is done.
+        llvm_ir, obj = emit_object(
+            modules.pop(), options.target, entries, translated=release
+        )
+        if big:
+            return_free_pages()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
         return Artifact(self.kind, signature, names, externs, code)
 
@@ -285,7 +288,10 @@ def _parse(llvm_ir: str, context: Any) -> Any:
 
 
 def emit_object(
-    module: ModuleOp, target: Target = Target(), entries: Collection[str] = ()
+    module: ModuleOp,
+    target: Target = Target(),
+    entries: Collection[str] = (),
+    translated: Callable[[], None] | None = None,
 ) -> tuple[str | tuple[str, ...], bytes]:
     """A module of llvm-dialect ops as (optimised LLVM IR, object file) for
     ``target``'s CPU, the module's functions compiled as
@@ -293,7 +299,9 @@ def emit_object(
     IR: one module's text, or the parts' texts, which
     :func:`~ember.runtime.jit.link_ir` makes one).  ``module`` is taken
     apart: its ops move to the parts.  ``entries`` name the functions that
-    call the kernels (the program's entry points)."""
+    call the kernels (the program's entry points).  ``translated`` is called
+    once the last part is translated, the module's IR dead, while LLVM
+    compiles on (a build releases that IR there)."""
     _check_llvm_only(module)
     parts = split_module(module, entries)
     del module
@@ -312,6 +320,8 @@ def emit_object(
             else:
                 results.append(pool.submit(_compile_part, llvm_ir, target, kernels))
             del llvm_ir
+        if translated is not None:
+            translated()
         if pool is not None:
             results = [future.result() for future in results]
     finally:
@@ -339,7 +349,7 @@ def compile_threads() -> int:
 
 PART_OPS = 1000
 """About how many llvm-dialect ops each part of a split module holds
-(:func:`split_module`): ResNet-18's 7240 make 8 parts.  A fixed size, not
+(:func:`split_module`): ResNet-18's 10917 make 11 parts.  A fixed size, not
 one part per thread, so that the object file is the same bytes whatever
 the thread count."""
 

@@ -301,7 +301,7 @@ class _KernelTranslator:
         except VerifyException as e:
             raise PassError(f"lower-kernel-to-llvm: {e}") from None
         for t in arg_types:
-            self._check_layout(t, f"argument of type {t}")
+            self._check_layout(t, "argument of type")
         self._start([PTR] * len(arg_types))
         for old, new in zip(self.kernel.args, self.entry.args):
             new.name_hint = old.name_hint  # keeps the lowered IR readable
@@ -387,12 +387,14 @@ class _KernelTranslator:
     def _check_layout(
         self, t: Attribute, what: str, op: Operation | None = None
     ) -> MemRefType:
+        """``t``, checked; else an error saying ``what`` (``"access to"``) ``t``
+        is (the message is made only then: this runs for every access)."""
         if (
             not isinstance(t, MemRefType)
             or not isinstance(t.layout, NoneAttr)
             or any(d < 0 for d in t.get_shape())
         ):
-            message = f"{what}: only statically shaped row-major memrefs are supported"
+            message = f"{what} {t}: only statically shaped row-major memrefs are supported"
             if op is not None:
                 raise self._fail(op, message)
             raise PassError(
@@ -702,7 +704,7 @@ class _KernelTranslator:
         return self._emit(llvm.SelectOp(small, one, size))
 
     def _address(self, op: memref.LoadOp | memref.StoreOp) -> SSAValue:
-        t = self._check_layout(op.memref.type, f"access to {op.memref.type}", op)
+        t = self._check_layout(op.memref.type, "access to", op)
         shape = t.get_shape()
         strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
         offset: SSAValue | None = None
@@ -776,7 +778,7 @@ class _KernelTranslator:
     def _lower_alloc(self, op: memref.AllocOp) -> None:
         # In the entry block, so that a loop around the alloc neither grows the
         # stack nor leaks: one buffer per call (per thread in an outlined loop).
-        t = self._check_layout(op.memref.type, f"allocation of {op.memref.type}", op)
+        t = self._check_layout(op.memref.type, "allocation of", op)
         elem = t.get_element_type()
         count = prod(t.get_shape())
         size_bytes = count * _byte_width(elem)

@@ -87,7 +87,7 @@ from ember import remarks
 from ember.analysis.index_terms import ONE, Index, Variable, index_terms, is_zero_index
 from ember.analysis.loop_nests import loop_nests
 from ember.dialects.graph import CallKernelOp, ConstantOp
-from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functions
+from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, is_kernel, kernel_functions
 from ember.errors import PassError
 from ember.lowering import gemm
 from ember.lowering import graph_to_kernel as g2k
@@ -348,11 +348,23 @@ def _read_only_in_product(kernel: FuncOp, contraction: Contraction) -> bool:
 def _bound_callers(module: ModuleOp, kernel: FuncOp, arg: int) -> list[CallKernelOp] | None:
     """The calls of ``kernel``, if there is one and each passes a
     ``graph.constant`` as argument ``arg``; else ``None``."""
-    name = kernel.sym_name.data
-    calls = [op for op in module.walk() if isinstance(op, CallKernelOp) and op.callee == name]
+    calls = _calls_of(module, kernel.sym_name.data)
     if not calls or not all(isinstance(call.operands[arg].owner, ConstantOp) for call in calls):
         return None
     return calls
+
+
+def _calls_of(module: ModuleOp, callee: str) -> list[CallKernelOp]:
+    """The ``graph.call_kernel`` ops of ``module`` that call ``callee``, in
+    order.  They are in the program's functions: the kernels' bodies (most
+    of the module's ops) are memref code, and are not walked."""
+    return [
+        op
+        for function in module.ops
+        if not is_kernel(function)
+        for op in function.walk()
+        if isinstance(op, CallKernelOp) and op.callee == callee
+    ]
 
 
 def _bind_packed(
@@ -675,8 +687,7 @@ def _workspace(
         arg.name_hint = name
         args.append(arg)
     callee = rw.kernel.sym_name.data
-    calls = [op for op in rw.module.walk() if isinstance(op, CallKernelOp) and op.callee == callee]
-    for call in calls:
+    for call in _calls_of(rw.module, callee):
         extra = [TensorType(f32, list(shape)) for shape in shapes]
         new = CallKernelOp(callee, call.operands, [*(r.type for r in call.results), *extra])
         new.attributes.update(call.attributes)

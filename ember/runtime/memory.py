@@ -12,6 +12,10 @@ per tensor, what planning saves against.
 from __future__ import annotations
 
 import functools
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -62,10 +66,40 @@ def release_free_memory() -> None:
     pages, so RSS after ``ember.build`` reflects what the module holds.
     Elsewhere (other C libraries) only the collection runs.
     """
-    import gc
-
     gc.collect()
     return_free_pages()
+
+
+_PAUSE_LOCK = threading.Lock()
+_PAUSE = {"count": 0, "was_enabled": False}
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Python's automatic garbage collection off while the block runs (a
+    build), and on again after it, as ``timeit`` does around what it times.
+
+    A build makes some 200 000 objects that live to its end (IR), and the
+    collector, counting allocations, scans them all again and again to
+    find almost nothing (resnet18: two full collections, 0.25 s of CPU,
+    freed 3 and 9421 objects).  What a build leaves dead, it frees itself
+    where it dies (:func:`release_free_memory` between stages); the first
+    automatic collection after the block frees what a small build left.
+    Blocks nest and may overlap on threads: the collector is enabled
+    again when the last ends, and only if it was enabled when the first
+    began."""
+    with _PAUSE_LOCK:
+        if _PAUSE["count"] == 0:
+            _PAUSE["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _PAUSE["count"] += 1
+    try:
+        yield
+    finally:
+        with _PAUSE_LOCK:
+            _PAUSE["count"] -= 1
+            if _PAUSE["count"] == 0 and _PAUSE["was_enabled"]:
+                gc.enable()
 
 
 def return_free_pages() -> None:
