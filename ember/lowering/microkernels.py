@@ -324,7 +324,7 @@ def emit_chunked_panels(
     after the last chunk."""
     panel_start, panel_count, stored = panels
     lanes, pixels, name = product.lanes, product.pixels, product.name
-    (outer_name, outer), *rest = product.reduction
+    (outer_name, outer), *_ = product.reduction
     kind = "parallel" if panel_count > 1 and worth_threads(product) else "serial"
     with em.loop("p", panel_count, kind) as ip:
         partial = em.alloc([pixels, lanes])
