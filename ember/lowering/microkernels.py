@@ -393,11 +393,9 @@ def _emit_chunk_tile(
             panel = em.add_index(vp, panel_start)
             b = em.load(product.panels, [panel, *vred, vl])
             first = first_pixel(vt)
-            for r in range(tile):
-                a = product.source(em, em.add_index(first, r), vred)
-                slot = [em.index(r), vl]
-                total = em.add(arith.AddfOp(em.load(acc, slot), em.add(arith.MulfOp(a, b))))
-                em.store(total, acc, slot)
+            _accumulate(
+                em, acc, tile, lambda r: product.source(em, em.add_index(first, r), vred), b, vl
+            )
     with (
         em.loop("l", lanes, "vectorized") as il,
         em.kblock(f"{name}_save", [*carried, (il, SPATIAL)]) as (_, _, vt, vl),
@@ -406,6 +404,23 @@ def _emit_chunk_tile(
         for r in range(tile):
             em.store(em.load(acc, [em.index(r), vl]), partial, [em.add_index(first, r), vl])
     em.add(memref.DeallocOp.get(acc))
+
+
+def _accumulate(
+    em: g2k._Emitter,
+    acc: SSAValue,
+    rows: int,
+    row_operand: Callable[[int], SSAValue],
+    b: SSAValue,
+    vl: SSAValue,
+) -> None:
+    """One reduction step of a register tile: ``acc[r, l] += a(r) × b`` for
+    each of its ``rows`` (``vl`` the lane)."""
+    for r in range(rows):
+        a = row_operand(r)
+        slot = [em.index(r), vl]
+        total = em.add(arith.AddfOp(em.load(acc, slot), em.add(arith.MulfOp(a, b))))
+        em.store(total, acc, slot)
 
 
 def emit_register_tiles(
@@ -448,13 +463,7 @@ def emit_register_tiles(
             bindings = [(it, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]
             with em.kblock(name, bindings) as (vt, *vred, vl):
                 row_operand, b = operands(vt, vred, vl)
-                for r in range(rows):
-                    a = row_operand(r)
-                    slot = [em.index(r), vl]
-                    total = em.add(
-                        arith.AddfOp(em.load(acc, slot), em.add(arith.MulfOp(a, b)))
-                    )
-                    em.store(total, acc, slot)
+                _accumulate(em, acc, rows, row_operand, b, vl)
         with (
             em.loop("l", stored, "vectorized") as l,
             em.kblock(f"{name}_store", g2k._spatial([it, l])) as (vt, vl),

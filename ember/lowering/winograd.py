@@ -169,9 +169,9 @@ class WinogradPacking:
         the columns past the output channels zero."""
         g_matrix = np.array(self.transform.g, dtype=np.float64)
         u = np.einsum("xi,kcij,yj->xyck", g_matrix, array.astype(np.float64), g_matrix)
-        positions, in_channels, out_channels = u.shape[0] * u.shape[1], u.shape[2], u.shape[3]
         packed = np.zeros(self.shape(array.shape), np.float32)
-        packed[..., :out_channels] = u.reshape(positions, in_channels, out_channels)
+        out_channels = array.shape[0]
+        packed[..., :out_channels] = u.reshape(*packed.shape[:2], out_channels)
         return packed
 
 
