@@ -166,14 +166,26 @@ def _check_llvm_only(module: ModuleOp) -> None:
 
 
 def translate(module: ModuleOp, target: Target = Target()) -> str:
-    """llvm-dialect module → LLVM IR text (xDSL's translator), unoptimised.
+    """llvm-dialect module → LLVM IR text, unoptimised.
 
-    xDSL's translator drops ``passthrough``; it is added here, as MLIR
-    reads it: a bare name LLVM knows (``"optsize"``) is that attribute,
-    any other entry a string attribute."""
-    from xdsl.backend.llvm.convert import convert_module
+    ember's own printer (:mod:`ember.backends.llvm_text`) writes the ops
+    ember's lowerings make; a module with any other op is translated by
+    xDSL's translator, with its ``passthrough`` added as MLIR reads it: a
+    bare name LLVM knows (``"optsize"``) is that attribute, any other entry
+    a string attribute."""
+    from ember.backends.llvm_text import Unsupported, module_text
 
     machine = _shared_target_machine(target)
+    try:
+        return module_text(module, machine.triple, str(machine.target_data))
+    except Unsupported:
+        return _xdsl_translate(module, machine)
+
+
+def _xdsl_translate(module: ModuleOp, machine: Any) -> str:
+    """``module`` as LLVM IR text by xDSL's translator (through llvmlite)."""
+    from xdsl.backend.llvm.convert import convert_module
+
     try:
         ir_module = convert_module(
             module,

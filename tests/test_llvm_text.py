@@ -1,0 +1,153 @@
+"""ember's LLVM IR printer (ember/backends/llvm_text.py) against xDSL's translator.
+
+The printer must mean what xDSL's translation means: for every module
+ember's lowerings make, LLVM compiles the two texts to the same object,
+byte for byte.  Modules with ops it does not print go to xDSL's translator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    Float16Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+    i1,
+    i8,
+    i64,
+)
+from xdsl.ir import Block, Region
+
+from ember import driver
+from ember.backends.cpu import _xdsl_translate, emit_ir_object, translate
+from ember.backends.llvm_text import Unsupported, module_text
+from ember.compiler import CompileOptions
+from ember.runtime.jit import _shared_target_machine
+from ember.target import Target
+from ember.testing import workloads
+
+TARGET = Target()
+
+
+def _both_texts(module: ModuleOp) -> tuple[str, str]:
+    machine = _shared_target_machine(TARGET)
+    mine = module_text(module, machine.triple, str(machine.target_data))
+    return mine, _xdsl_translate(module, machine)
+
+
+def _same_object(module: ModuleOp) -> None:
+    mine, theirs = _both_texts(module)
+    assert emit_ir_object(mine, TARGET)[1] == emit_ir_object(theirs, TARGET)[1]
+
+
+@pytest.mark.parametrize(
+    "workload, options",
+    [
+        ("mlp", CompileOptions()),
+        ("tiny_pipe", CompileOptions(fast_math=True)),
+        ("convbnrelu", CompileOptions(bounds_check=True)),
+    ],
+    ids=["mlp", "tiny_pipe-fast_math", "convbnrelu-bounds_check"],
+)
+def test_a_workload_compiles_to_the_object_xdsls_translation_makes(workload, options):
+    module, params = workloads.get(workload)
+    program = driver.lower(module, driver.ARTIFACT_INPUT, params, options)
+    _same_object(program.module)
+
+
+def _function(name: str, result, body: list, args=()) -> llvm.FuncOp:
+    block = Block(arg_types=list(args))
+    region = Region(block)
+    ops = body(block) if callable(body) else body
+    block.add_ops(ops)
+    return llvm.FuncOp(name, llvm.LLVMFunctionType(list(args), result), body=region)
+
+
+def _returning_constant(name: str, value: float, t) -> llvm.FuncOp:
+    constant = llvm.ConstantOp(FloatAttr(value, t), t)
+    return _function(name, t, [constant, llvm.ReturnOp(constant.result)])
+
+
+def test_special_constants_and_strings_mean_what_xdsl_makes_of_them():
+    functions = [
+        _returning_constant(f"c{k}", value, t)
+        for k, (value, t) in enumerate(
+            [
+                (-0.0, f32),
+                (math.inf, f32),
+                (-math.inf, Float64Type()),
+                (math.nan, f32),
+                (0.1, f32),
+                (float(np.float32(3.4e38)), f32),
+                (65504.0, Float16Type()),
+                (1e-300, Float64Type()),
+            ]
+        )
+    ]
+    flag = llvm.ConstantOp(IntegerAttr(-1, i1), i1)
+    functions.append(_function("true", i1, [flag, llvm.ReturnOp(flag.result)]))
+    text = 'a "quoted" \\ back\tslash é\0'
+    data = text.encode()
+    site = llvm.GlobalOp(
+        llvm.LLVMArrayType(len(data), i8), "site", "private", constant=True, value=StringAttr(text)
+    )
+    address = llvm.AddressOfOp("site", llvm.LLVMPointerType())
+    functions.append(
+        _function("site_address", llvm.LLVMPointerType(), [address, llvm.ReturnOp(address.result)])
+    )
+    _same_object(ModuleOp([site, *functions]))
+
+
+def test_a_loop_with_block_arguments_becomes_phis():
+    # sum = 0; i = 0; do { sum += i; i += 1 } while (i < n); return sum
+    def body(entry: Block) -> list:
+        loop = Block(arg_types=[i64, i64])
+        done = Block(arg_types=[i64])
+        zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+        one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
+        total = llvm.AddOp(loop.args[1], loop.args[0])
+        following = llvm.AddOp(loop.args[0], one.result)
+        more = llvm.ICmpOp(following.res, entry.args[0], IntegerAttr(2, i64))  # slt
+        loop.add_ops(
+            [total, following, more, llvm.CondBrOp(more.res, loop, [following.res, total.res], done, [total.res])]
+        )
+        done.add_op(llvm.ReturnOp(done.args[0]))
+        region = entry.parent
+        assert region is not None
+        region.add_block(loop)
+        region.add_block(done)
+        return [zero, one, llvm.BrOp(loop, zero.result, zero.result)]
+
+    function = _function("triangle", i64, body, args=[i64])
+    mine, _ = _both_texts(ModuleOp([function]))
+    assert "phi i64" in mine
+    _same_object(ModuleOp([_function("triangle", i64, body, args=[i64])]))
+
+
+def test_passthrough_entries_are_function_attributes():
+    function = _returning_constant("small", 1.0, f32)
+    function.passthrough = ArrayAttr(
+        [StringAttr("optsize"), StringAttr("my-flag"), ArrayAttr([StringAttr("key"), StringAttr("v")])]
+    )
+    mine, _ = _both_texts(ModuleOp([function]))
+    assert 'optsize "my-flag" "key"="v"' in mine
+    _same_object(ModuleOp([function.clone()]))
+
+
+def test_an_op_the_printer_does_not_know_goes_to_xdsls_translator():
+    asm = llvm.InlineAsmOp("nop", "", [], [], has_side_effects=True)
+    function = _function("nop", llvm.LLVMVoidType(), [asm, llvm.ReturnOp()])
+    module = ModuleOp([function])
+    machine = _shared_target_machine(TARGET)
+    with pytest.raises(Unsupported, match="llvm.inline_asm"):
+        module_text(module, machine.triple, str(machine.target_data))
+    assert 'asm sideeffect "nop"' in translate(module, TARGET)
