@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -135,15 +135,29 @@ def to_llvm_dialect(
 ) -> LoweredProgram:
     """Stage ``llvm-dialect``: the entry program and its kernels as llvm ops
     (a copy; ``kernel`` itself with ``copy=False``)."""
-    from xdsl.dialects import func
-
-    from ember.lowering import COLD_WORK_FRACTION
     from ember.lowering.kernel_to_llvm import lower_kernels_to_llvm, set_vector_width
     from ember.lowering.merge_functions import merge_identical_functions
-    from ember.lowering.program_to_llvm import lower_program_to_llvm
 
     lowered = kernel.clone() if copy else kernel
-    for op in list(lowered.ops):
+    layout, constants = lower_entry(lowered, options)
+    lower_kernels_to_llvm(lowered, **kernel_lowering_options(options))
+    # Kernels and outlined loops that came out the same are compiled once.
+    merge_identical_functions(lowered, keep=(layout.symbol, layout.profile_symbol))
+    set_vector_width(lowered, options.target.vector_bits)
+    return LoweredProgram(lowered, layout, constants)
+
+
+def lower_entry(
+    module: ModuleOp, options: CompileOptions
+) -> tuple[ProgramLayout, list[np.ndarray]]:
+    """The entry function of the kernel-stage ``module`` lowered to its
+    native entries (``lower_program_to_llvm``), in place, once every other
+    function is checked to be a kernel: its frame layout and constants."""
+    from xdsl.dialects import func
+
+    from ember.lowering.program_to_llvm import lower_program_to_llvm
+
+    for op in module.ops:
         if (
             isinstance(op, func.FuncOp)
             and op.sym_name.data != options.entry
@@ -153,18 +167,19 @@ def to_llvm_dialect(
                 f"cannot compile @{op.sym_name.data}: only the entry function "
                 f"@{options.entry} and kernels are compiled to native code"
             )
-    layout, constants = lower_program_to_llvm(lowered, options.entry)
-    lower_kernels_to_llvm(
-        lowered,
-        bounds_check=options.bounds_check,
-        fast_math=options.fast_math,
-        min_parallel_work=options.min_parallel_work,
-        cold_work_fraction=COLD_WORK_FRACTION,
-    )
-    # Kernels and outlined loops that came out the same are compiled once.
-    merge_identical_functions(lowered, keep=(layout.symbol, layout.profile_symbol))
-    set_vector_width(lowered, options.target.vector_bits)
-    return LoweredProgram(lowered, layout, constants)
+    return lower_program_to_llvm(module, options.entry)
+
+
+def kernel_lowering_options(options: CompileOptions) -> dict[str, Any]:
+    """The keyword arguments of ``lower_kernels_to_llvm`` for ``options``."""
+    from ember.lowering import COLD_WORK_FRACTION
+
+    return {
+        "bounds_check": options.bounds_check,
+        "fast_math": options.fast_math,
+        "min_parallel_work": options.min_parallel_work,
+        "cold_work_fraction": COLD_WORK_FRACTION,
+    }
 
 
 def to_llvm_ir(program: LoweredProgram, target: Target = Target()) -> str:

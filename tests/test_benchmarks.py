@@ -440,7 +440,7 @@ def test_compile_time_script_prints_every_stage(capsys) -> None:
         "code generation",
         "link (MCJIT)",
         "sum of stages",
-        "the build's way: parts on threads",
+        "the build's way: streamed, threads",
         "warm ember.build (cache hit)",
     ]
     with pytest.raises(SystemExit):

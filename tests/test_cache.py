@@ -42,16 +42,16 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def compiles(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts LLVM code generations (the llvm backend's emit_object: once
-    per build, whatever the parts and threads)."""
+    """Counts LLVM code generations (the llvm backend's _compile_parts:
+    once per build, whatever the parts and threads)."""
     calls: list[int] = []
-    original = cpu_backend.emit_object
+    original = cpu_backend._compile_parts
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(cpu_backend, "emit_object", counting)
+    monkeypatch.setattr(cpu_backend, "_compile_parts", counting)
     return calls
 
 

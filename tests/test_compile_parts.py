@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.backends import cpu
+from ember.backends import cpu, llvm_text
 from ember.backends.link import link_objects
 from ember.errors import RuntimeFailure
 from ember.runtime import elf, threads
@@ -112,11 +112,11 @@ def test_a_build_releases_its_ir_while_llvm_compiles(
     translated: list[int] = []
     released = threading.Event()
     waited: list[bool] = []
-    translate, compile_part, release = cpu.translate, cpu._compile_part, memory.release_free_memory
+    assemble, compile_part, release = llvm_text.assemble, cpu._compile_part, memory.release_free_memory
 
     def translating(*args):
         translated.append(1)
-        return translate(*args)
+        return assemble(*args)
 
     def compiling(*args):
         waited.append(released.wait(timeout=5))
@@ -127,7 +127,7 @@ def test_a_build_releases_its_ir_while_llvm_compiles(
         if translated:  # not the releases between the earlier stages
             released.set()
 
-    monkeypatch.setattr(cpu, "translate", translating)
+    monkeypatch.setattr(llvm_text, "assemble", translating)
     monkeypatch.setattr(cpu, "_compile_part", compiling)
     monkeypatch.setattr(memory, "release_free_memory", releasing)
     lib = build()
@@ -170,13 +170,13 @@ def test_llvm_runs_on_the_thread_count_ember_is_set_to(
 def test_a_part_llvm_rejects_is_named_by_its_kernels(
     small_parts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    translate = cpu.translate
+    assemble = llvm_text.assemble
 
-    def broken(module, target):  # type: ignore[no-untyped-def]
-        text = translate(module, target)
+    def broken(*args):  # type: ignore[no-untyped-def]
+        text = assemble(*args)
         return text + "\nnot llvm ir\n" if 'define void @"dense"' in text else text
 
-    monkeypatch.setattr(cpu, "translate", broken)
+    monkeypatch.setattr(llvm_text, "assemble", broken)
     threads.set_num_threads(2)
     rejected = r"LLVM rejected the module \(the part holding dense\): LLVM IR parsing error"
     with pytest.raises(RuntimeFailure, match=rejected):

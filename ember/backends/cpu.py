@@ -29,7 +29,7 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -108,32 +108,43 @@ class CpuBackend(Backend):
         release = release_free_memory if big else lambda: None
         handed = [module, params]
         del module, params
-        program = driver.lower(
+        # A build that prints its stages runs them all, one after the
+        # other; any other streams the kernels from the llvm-dialect
+        # lowering to LLVM (emit_program_object).
+        streamed = not driver.printing()
+        lowered = driver.lower(
             handed.pop(0),
-            driver.ARTIFACT_INPUT,
+            "plan" if streamed else driver.ARTIFACT_INPUT,
             handed.pop(),
             options,
             annotate=True,
             copy=False,
             after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
         )
-        layout = program.layout
+        if streamed:
+            layout, constants = compiler.lower_entry(lowered, options)
+        else:
+            layout, constants = lowered.layout, lowered.constants
+            lowered = lowered.module
         layout.params = [
             BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
             for spec in signature.inputs
             if spec.name in names
         ]
-        blob = pack_constants(layout, program.constants)  # empties the list
-        modules = [program.module]  # handed to emit_object, which drops it
-        del program
-        modules[0].body.block.add_op(_digest_global(layout))
+        blob = pack_constants(layout, constants)  # empties the list
         entries = (layout.symbol, profile_symbol(layout.function))
-        # The llvm-dialect IR is released once it is translated, while LLVM
+        modules = [lowered]  # handed on, which drops it
+        del lowered
+        # The IR is released once it is all translated, while LLVM
         # compiles (on a core the Python stages left idle); LLVM's memory
         # once it is done.
-        llvm_ir, obj = emit_object(
-            modules.pop(), options.target, entries, translated=release
-        )
+        if streamed:
+            llvm_ir, obj = emit_program_object(
+                modules.pop(), options, [_digest_global(layout)], translated=release
+            )
+        else:
+            modules[0].body.block.add_op(_digest_global(layout))
+            llvm_ir, obj = emit_object(modules.pop(), options.target, entries, translated=release)
         if big:
             return_free_pages()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
@@ -317,16 +328,30 @@ def emit_object(
     _check_llvm_only(module)
     parts = split_module(module, entries)
     del module
-    threads = min(compile_threads(), len(parts))
+
+    def texts() -> Iterator[tuple[str, tuple[str, ...]]]:
+        while parts:  # each part dropped once translated
+            kernels = _kernel_names(parts[0])
+            yield translate(parts.pop(0), target), kernels
+
+    return _compile_parts(texts(), target, translated, min(compile_threads(), len(parts)))
+
+
+def _compile_parts(
+    texts: Iterator[tuple[str, tuple[str, ...]]],
+    target: Target,
+    translated: Callable[[], None] | None,
+    threads: int,
+) -> tuple[str | tuple[str, ...], bytes]:
+    """LLVM IR texts of parts (with the kernels each holds, for errors) as
+    (optimised IR, one object), compiled on ``threads`` threads as
+    ``texts`` makes them: LLVM compiles the first parts while Python
+    makes the next.  ``translated`` is called once the last is made."""
     pool = ThreadPoolExecutor(threads, "ember-llvm") if threads > 1 else None
     try:
-        # Each part is translated here, then dropped (no stage's IR is
-        # alive while LLVM runs on its text), and handed to the pool: LLVM
-        # compiles the first parts while Python translates the next.
+        # No text is kept here once handed to the pool.
         results: list[Any] = []
-        while parts:
-            kernels = _kernel_names(parts[0])
-            llvm_ir = translate(parts.pop(0), target)
+        for llvm_ir, kernels in texts:
             if pool is None:
                 results.append(_compile_part(llvm_ir, target, kernels))
             else:
@@ -342,6 +367,107 @@ def emit_object(
     if len(results) == 1:
         return results[0]
     return tuple(ir for ir, _ in results), link_objects([obj for _, obj in results])
+
+
+def emit_program_object(
+    module: ModuleOp,
+    options: Any,
+    extra: Sequence[Operation] = (),
+    translated: Callable[[], None] | None = None,
+) -> tuple[str | tuple[str, ...], bytes]:
+    """A kernel-stage ``module`` whose entry is lowered already
+    (:func:`ember.compiler.lower_entry`), with the llvm ops ``extra``
+    beside the entries (the layout digest), as :func:`emit_object` makes
+    it of the llvm-dialect stage, for ``options``
+    (:class:`~ember.compiler.CompileOptions`): the parts' optimised IR and
+    one object.  ``module`` is taken apart.
+
+    The stages are streamed: each kernel is lowered to llvm ops (with the
+    functions outlined from it), printed as LLVM IR text and dropped, and a
+    part goes to LLVM on :func:`compile_threads` threads as soon as its
+    kernels hold :data:`PART_OPS` ops, so that LLVM compiles the first
+    parts while Python lowers the next kernels.  As
+    ``merge_identical_functions`` would, a function whose text is that of
+    one printed before but for its name is not printed again: its callers
+    call that one (its callees come first, so that they are merged before
+    it is compared).  The entries come last, in the last part, calling
+    the kernels by their merged names.  The parts depend on the module
+    alone, not on the thread count."""
+    texts = _program_texts(module, options, extra)
+    del module, extra  # the parts' texts hold what is left of them
+    return _compile_parts(texts, options.target, translated, compile_threads())
+
+
+def _program_texts(
+    module: ModuleOp, options: Any, extra: Sequence[Operation]
+) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """The LLVM IR texts of :func:`emit_program_object`'s parts, made as
+    they are asked for."""
+    from ember.backends.llvm_text import Printer, Symbol, Unsupported, assemble
+    from ember.compiler import kernel_lowering_options
+    from ember.lowering.kernel_to_llvm import KernelLowering, set_function_vector_width
+    from ember.lowering.merge_functions import rename_symbols
+
+    machine = _shared_target_machine(options.target)
+    printer = Printer()
+    lowering = KernelLowering(module, **kernel_lowering_options(options))
+    known: dict[str, Symbol] = {}
+    """Every symbol printed or declared so far, for the parts that use it."""
+    first_of: dict[str, str] = {}
+    """A function's text with its name left out → the first function's name."""
+    renames: dict[str, str] = {}
+
+    def declare(ops: list[Operation]) -> None:
+        for op in ops:
+            if op.sym_name.data not in known:
+                known[op.sym_name.data] = printer.symbol(op)
+
+    def part(symbols: list[Symbol]) -> tuple[str, tuple[str, ...]]:
+        defined = {symbol.name for symbol in symbols}
+        used = sorted({name for s in symbols for name in s.references} - defined)
+        declarations = [known[name].declaration for name in used if name in known]
+        text = assemble(machine.triple, str(machine.target_data), symbols, declarations)
+        return text, tuple(s.name for s in symbols if s.text.startswith("define"))
+
+    try:
+        symbols: list[Symbol] = []
+        for kernel, functions in lowering:
+            module.body.block.erase_op(kernel)
+            for function in [*functions[1:], functions[0]]:  # outlined loops first
+                rename_symbols(function, renames)
+                set_function_vector_width(function, options.target.vector_bits)
+                symbol = printer.symbol(function)
+                first = first_of.setdefault(
+                    symbol.text.replace(f'@"{symbol.name}"(', "@(", 1), symbol.name
+                )
+                if first != symbol.name:
+                    renames[symbol.name] = first
+                    continue
+                known[symbol.name] = symbol
+                symbols.append(symbol)
+            if sum(symbol.size for symbol in symbols) >= PART_OPS:
+                declare(lowering.declarations())
+                yield part(symbols)
+                symbols = []
+        declare(lowering.declarations())
+        # The entries, calling the kernels by their merged names.
+        last = [*_renamed_symbols(printer, [*module.ops, *extra], renames), *symbols]
+    except Unsupported as e:  # ember's lowerings make no such op
+        raise RuntimeFailure(f"cannot print the program as LLVM IR: {e}") from None
+    # No IR is left alive while LLVM compiles the last part.
+    del module, extra, lowering
+    kernel = functions = function = None  # the loop's last (some may be unbound)
+    yield part(last)
+
+
+def _renamed_symbols(printer: Any, ops: list[Operation], renames: dict[str, str]) -> list[Any]:
+    """``ops`` printed, globals first, their uses of symbols renamed."""
+    from ember.lowering.merge_functions import rename_symbols
+
+    for op in ops:
+        rename_symbols(op, renames)
+    ops.sort(key=lambda op: not isinstance(op, llvm_dialect.GlobalOp))
+    return [printer.symbol(op) for op in ops]
 
 
 def emit_ir_object(llvm_ir: str, target: Target = Target()) -> tuple[str, bytes]:

@@ -30,7 +30,8 @@ whole module: the fast path never changes what a module means.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import llvm
@@ -51,7 +52,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-__all__ = ["Unsupported", "module_text"]
+__all__ = ["Printer", "Symbol", "Unsupported", "assemble", "module_text"]
 
 KNOWN_FUNCTION_ATTRIBUTES = frozenset(
     "alwaysinline builtin cold convergent hot inlinehint jumptable minsize naked "
@@ -88,35 +89,87 @@ class Unsupported(Exception):
     """An op or attribute :func:`module_text` does not print."""
 
 
+@dataclass(frozen=True)
+class Symbol:
+    """One ``llvm.func`` or ``llvm.global`` as LLVM IR text."""
+
+    name: str
+    text: str
+    """Its definition, or its declaration if it has no body or value."""
+    declaration: str
+    """What another module that uses it says: a declaration (a private
+    global: its own copy)."""
+    references: frozenset[str]
+    """The symbols its body uses."""
+    intrinsics: tuple[str, ...]
+    """The declarations of the intrinsics it calls."""
+    size: int
+    """Its ops."""
+
+
 def module_text(module: ModuleOp, triple: str, data_layout: str) -> str:
     """``module`` (``llvm.func`` and ``llvm.global`` ops) as LLVM IR text."""
-    return _Printer(module).print(triple, data_layout)
+    if "llvm.target_triple" in module.attributes:
+        raise Unsupported("llvm.target_triple")
+    printer = Printer()
+    ops = list(module.ops)
+    globals_first = [op for op in ops if isinstance(op, llvm.GlobalOp)]
+    globals_first += [op for op in ops if not isinstance(op, llvm.GlobalOp)]
+    return assemble(triple, data_layout, map(printer.symbol, globals_first))
 
 
-class _Printer:
-    def __init__(self, module: ModuleOp) -> None:
-        self.module = module
+def assemble(
+    triple: str, data_layout: str, symbols: Iterable[Symbol], declarations: Iterable[str] = ()
+) -> str:
+    """One module's text: ``declarations`` (of what ``symbols`` use from
+    other modules), then the symbols, then the intrinsics they call."""
+    symbols = list(symbols)
+    intrinsics = dict.fromkeys(line for symbol in symbols for line in symbol.intrinsics)
+    return "\n".join(
+        [
+            f'target triple = "{triple}"',
+            f'target datalayout = "{data_layout}"',
+            "",
+            *declarations,
+            *(symbol.text for symbol in symbols),
+            *intrinsics,
+            "",
+        ]
+    )
+
+
+class Printer:
+    """Prints ops as :class:`Symbol` s; caches the text of types."""
+
+    def __init__(self) -> None:
         self.types: dict[Attribute, str] = {}
-        self.intrinsics: dict[str, str] = {}
-        """Name → declaration of each intrinsic the ops call."""
-        self.functions = {
-            op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp)
-        }
 
-    def print(self, triple: str, data_layout: str) -> str:
-        if "llvm.target_triple" in self.module.attributes:
-            raise Unsupported("llvm.target_triple")
-        lines = [f'target triple = "{triple}"', f'target datalayout = "{data_layout}"', ""]
-        for op in self.module.ops:
-            if isinstance(op, llvm.GlobalOp):
-                lines.append(self._global(op))
-            elif not isinstance(op, llvm.FuncOp):
-                raise Unsupported(op.name)
-        for op in self.module.ops:
-            if isinstance(op, llvm.FuncOp):
-                lines.append(self._function(op))
-        lines += self.intrinsics.values()
-        return "\n".join(lines) + "\n"
+    def symbol(self, op: Operation) -> Symbol:
+        if isinstance(op, llvm.GlobalOp):
+            text = self._global(op)
+            local = op.linkage.linkage.data in ("private", "internal")
+            declaration = text
+            if not local and op.value is not None:
+                declaration = f'@"{op.sym_name.data}" = external global {self.type(op.global_type)}'
+            return Symbol(op.sym_name.data, text, declaration, frozenset(), (), 1)
+        if not isinstance(op, llvm.FuncOp):
+            raise Unsupported(op.name)
+        if op.CConv.cconv_name != "ccc" or op.res_attrs is not None:
+            raise Unsupported("calling convention or result attributes")
+        attributes = "" if op.passthrough is None else _passthrough(op.passthrough)
+        declaration = f"declare {self._signature(op, None)}{attributes}\n"
+        if not op.body.blocks:
+            return Symbol(op.sym_name.data, declaration, declaration, frozenset(), (), 1)
+        function = _FunctionPrinter(self, op)
+        text = function.print(attributes)
+        return Symbol(
+            op.sym_name.data,
+            text,
+            declaration,
+            frozenset(function.references),
+            tuple(function.intrinsics.values()),
+            function.size,
+        )
 
     # -- types and constants -------------------------------------------------
 
@@ -193,18 +246,6 @@ class _Printer:
             params.append("...")
         return f'{self.type(t.output)} @"{op.sym_name.data}"({", ".join(params)})'
 
-    def _function(self, op: llvm.FuncOp) -> str:
-        if op.CConv.cconv_name != "ccc" or op.res_attrs is not None:
-            raise Unsupported("calling convention or result attributes")
-        attributes = "" if op.passthrough is None else _passthrough(op.passthrough)
-        if not op.body.blocks:
-            return f"declare {self._signature(op, None)}{attributes}\n"
-        return _FunctionPrinter(self, op).print(attributes)
-
-    def intrinsic(self, name: str, result: str, args: list[str]) -> None:
-        if name not in self.intrinsics:
-            self.intrinsics[name] = f'declare {result} @"{name}"({", ".join(args)})'
-
 
 class _FunctionPrinter:
     """One function body: values and blocks named in order, phis from the
@@ -218,6 +259,14 @@ class _FunctionPrinter:
         self.labels: dict[Block, str] = {}
         self.lines: list[str] = []
         self.count = 0
+        self.references: set[str] = set()
+        self.intrinsics: dict[str, str] = {}
+        """Name → declaration of each intrinsic the ops call."""
+        self.size = 0
+
+    def intrinsic(self, name: str, result: str, args: list[str]) -> None:
+        if name not in self.intrinsics:
+            self.intrinsics[name] = f'declare {result} @"{name}"({", ".join(args)})'
 
     def print(self, attributes: str) -> str:
         blocks = list(self.op.body.blocks)
@@ -254,6 +303,7 @@ class _FunctionPrinter:
                 )
                 lines.append(f"  {self.names[argument]} = phi {self.type(argument.type)} {sources}")
             for inner in block.ops:
+                self.size += 1
                 handler = _HANDLERS.get(type(inner))
                 if handler is None or len(inner.results) > 1:
                     raise Unsupported(inner.name)
@@ -506,7 +556,9 @@ def _constant(p: _FunctionPrinter, op: llvm.ConstantOp) -> None:
 
 @_handles(llvm.AddressOfOp)
 def _addressof(p: _FunctionPrinter, op: llvm.AddressOfOp) -> None:
-    p.names[op.result] = f'@"{op.global_name.root_reference.data}"'
+    name = op.global_name.root_reference.data
+    p.references.add(name)
+    p.names[op.result] = f'@"{name}"'
 
 
 @_handles(llvm.ZeroOp)
@@ -527,12 +579,15 @@ def _call(p: _FunctionPrinter, op: Operation, callee: str, result_type: str, fla
 
 @_handles(llvm.CallOp)
 def _call_op(p: _FunctionPrinter, op: llvm.CallOp) -> str:
-    if op.op_bundle_operands or op.callee is None or op.CConv.cconv_name != "ccc":
-        raise Unsupported("an indirect call, operand bundles or a calling convention")
+    if (
+        op.op_bundle_operands
+        or op.callee is None
+        or op.CConv.cconv_name != "ccc"
+        or op.var_callee_type is not None
+    ):
+        raise Unsupported("an indirect or variadic call, operand bundles or a calling convention")
     name = op.callee.string_value()
-    callee = p.printer.functions.get(name)
-    if callee is None or callee.function_type.is_variadic:
-        raise Unsupported("a call to an undeclared or variadic function")
+    p.references.add(name)
     returned = op.returned
     result_type = "void" if returned is None else p.type(returned.type)
     flags = _fast_math(op.fastmathFlags) if returned is not None and result_type in (
@@ -549,7 +604,7 @@ def _call_intrinsic(p: _FunctionPrinter, op: llvm.CallIntrinsicOp) -> str:
         raise Unsupported("an intrinsic call with operand bundles or fast-math flags")
     name = op.intrin.data
     result_type = "void" if not op.results else p.type(op.results[0].type)
-    p.printer.intrinsic(name, result_type, [p.type(arg.type) for arg in op.args])
+    p.intrinsic(name, result_type, [p.type(arg.type) for arg in op.args])
     return _call(p, op, f'@"{name}"', result_type, "")
 
 
@@ -559,7 +614,7 @@ def _intrinsic_op(p: _FunctionPrinter, op: Operation) -> str:
     t = op.results[0].type
     name = f"{base}.{_suffix(t)}"
     result_type = p.type(t)
-    p.printer.intrinsic(name, result_type, [p.type(arg.type) for arg in op.operands])
+    p.intrinsic(name, result_type, [p.type(arg.type) for arg in op.operands])
     return _call(p, op, f'@"{name}"', result_type, "")
 
 

@@ -90,7 +90,7 @@ for 16 lanes as 8-lane code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 import math
 from dataclasses import dataclass, field
 from math import prod
@@ -1045,25 +1045,15 @@ def lower_kernels_to_llvm(
     is marked ``passthrough = ["optsize"]``, with the functions outlined
     from it (:data:`~ember.lowering.COLD_WORK_FRACTION`).
     """
-    if min_parallel_work < 0:
-        raise PassError(
-            f"lower-kernel-to-llvm: min_parallel_work must be >= 0, got {min_parallel_work}"
-        )
-    declarations = _ModuleDeclarations(
-        bounds_check=bounds_check, min_parallel_work=min_parallel_work
+    lowering = KernelLowering(
+        module,
+        bounds_check=bounds_check,
+        fast_math=fast_math,
+        min_parallel_work=min_parallel_work,
+        cold_work_fraction=cold_work_fraction,
     )
-    lowered: list[tuple[func.FuncOp, list[llvm.FuncOp]]] = []
-    for kernel in kernel_functions(module):
-        outlined_before = len(declarations.outlined)
-        replacement = _KernelTranslator(kernel, declarations, fast_math).translate()
-        lowered.append(
-            (kernel, [replacement, *declarations.outlined[outlined_before:]])
-        )
-    works = [kernel_work(kernel) for kernel, _ in lowered]
-    for (kernel, replacements), work in zip(lowered, works):
-        if work < cold_work_fraction * sum(works):
-            for function in replacements:
-                function.passthrough = ArrayAttr([StringAttr("optsize")])
+    lowered = list(lowering)
+    for kernel, replacements in lowered:
         module.body.block.insert_ops_before(replacements, kernel)
         module.body.block.erase_op(kernel)
     declared = {
@@ -1071,25 +1061,78 @@ def lower_kernels_to_llvm(
         for op in module.ops
         if isinstance(op, llvm.FuncOp | llvm.GlobalOp)
     }
-    for name, t in sorted(declarations.external_globals.items()):
-        if name not in declared:
-            module.body.block.add_op(llvm.GlobalOp(t, name, "external"))
-    for name, text in declarations.bounds_sites.items():
-        data = text.encode() + b"\0"
-        module.body.block.add_op(
-            llvm.GlobalOp(
-                llvm.LLVMArrayType(len(data), IntegerType(8)),
-                name,
-                "private",
-                constant=True,
-                value=StringAttr(data.decode()),
+    module.body.block.add_ops(
+        op for op in lowering.declarations() if op.sym_name.data not in declared
+    )
+
+
+class KernelLowering:
+    """The kernels of a module lowered one by one: iterating yields each
+    kernel with its ``llvm.func`` and the functions outlined from it (the
+    module is not changed); :meth:`declarations` then are the ops that
+    the functions lowered so far need beside them (see
+    :func:`lower_kernels_to_llvm` for the options).  A build streams
+    kernels to LLVM this way, compiling the first while the next lower."""
+
+    def __init__(
+        self,
+        module: ModuleOp,
+        *,
+        bounds_check: bool = False,
+        fast_math: bool = False,
+        min_parallel_work: int = 0,
+        cold_work_fraction: float = 0.0,
+    ) -> None:
+        if min_parallel_work < 0:
+            raise PassError(
+                f"lower-kernel-to-llvm: min_parallel_work must be >= 0, got {min_parallel_work}"
             )
+        self._declarations = _ModuleDeclarations(
+            bounds_check=bounds_check, min_parallel_work=min_parallel_work
         )
-    for name, signature in sorted(declarations.externals.items()):
-        if name not in declared:
-            module.body.block.add_op(
-                llvm.FuncOp(name, signature, linkage=llvm.LinkageAttr("external"))
+        self.fast_math = fast_math
+        self.works = {kernel: kernel_work(kernel) for kernel in kernel_functions(module)}
+        self.cold_work = cold_work_fraction * sum(self.works.values())
+
+    def __iter__(self) -> Iterator[tuple[func.FuncOp, list[llvm.FuncOp]]]:
+        declarations = self._declarations
+        pending = list(self.works.items())[::-1]
+        self.works.clear()  # a kernel's IR is the caller's alone once lowered
+        while pending:
+            kernel, work = pending.pop()
+            replacement = _KernelTranslator(kernel, declarations, self.fast_math).translate()
+            functions = [replacement, *declarations.outlined]
+            declarations.outlined.clear()
+            declarations.unproven.clear()
+            if work < self.cold_work:
+                for function in functions:
+                    function.passthrough = ArrayAttr([StringAttr("optsize")])
+            yield kernel, functions
+
+    def declarations(self) -> list[Operation]:
+        """The thread-count global, the bounds-check sites, and the C
+        library and OpenMP functions the kernels lowered so far use."""
+        declarations = self._declarations
+        ops: list[Operation] = [
+            llvm.GlobalOp(t, name, "external")
+            for name, t in sorted(declarations.external_globals.items())
+        ]
+        for name, text in declarations.bounds_sites.items():
+            data = text.encode() + b"\0"
+            ops.append(
+                llvm.GlobalOp(
+                    llvm.LLVMArrayType(len(data), IntegerType(8)),
+                    name,
+                    "private",
+                    constant=True,
+                    value=StringAttr(data.decode()),
+                )
             )
+        ops += [
+            llvm.FuncOp(name, signature, linkage=llvm.LinkageAttr("external"))
+            for name, signature in sorted(declarations.externals.items())
+        ]
+        return ops
 
 
 VECTOR_WIDTH_ATTRIBUTES = ("prefer-vector-width", "min-legal-vector-width")
@@ -1100,9 +1143,15 @@ def set_vector_width(module: ModuleOp, bits: int) -> None:
     """Ask LLVM for ``bits``-wide vectors in every function ``module`` defines
     (``passthrough = [["prefer-vector-width", "512"], …]`` after any it
     has), in place."""
-    width = StringAttr(str(bits))
-    attributes = [ArrayAttr([StringAttr(name), width]) for name in VECTOR_WIDTH_ATTRIBUTES]
     for op in module.ops:
         if isinstance(op, llvm.FuncOp) and op.body.blocks:
-            kept = [] if op.passthrough is None else op.passthrough.data
-            op.passthrough = ArrayAttr([*kept, *attributes])
+            set_function_vector_width(op, bits)
+
+
+def set_function_vector_width(function: llvm.FuncOp, bits: int) -> None:
+    """:func:`set_vector_width` for one function."""
+    width = StringAttr(str(bits))
+    kept = [] if function.passthrough is None else function.passthrough.data
+    function.passthrough = ArrayAttr(
+        [*kept, *(ArrayAttr([StringAttr(name), width]) for name in VECTOR_WIDTH_ATTRIBUTES)]
+    )

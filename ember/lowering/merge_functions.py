@@ -24,7 +24,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.ir import Attribute, Operation
 
-__all__ = ["merge_identical_functions"]
+__all__ = ["merge_identical_functions", "rename_symbols"]
 
 
 def merge_identical_functions(
@@ -112,6 +112,13 @@ def _symbol_uses(root: Operation) -> list[SymbolUse]:
                 if isinstance(value, SymbolRefAttr) and not value.nested_references.data:
                     uses.append((fields, key))
     return uses
+
+
+def rename_symbols(root: Operation, renames: dict[str, str]) -> None:
+    """Point the flat symbol references inside ``root`` (``root`` too) at
+    the new names of ``renames``, in place."""
+    if renames:
+        _rename(_symbol_uses(root), renames)
 
 
 def _rename(uses: list[SymbolUse], renames: dict[str, str]) -> bool:
