@@ -11,12 +11,16 @@ merge in the ``llvm-dialect`` stage.
 
 from __future__ import annotations
 
+import io
+import re
+
 import numpy as np
 import pytest
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp
 
 import ember
+from ember import driver
 from ember.backends import cpu as cpu_backend
 from ember.frontends import builder as eb
 from ember.ir import parse
@@ -88,21 +92,35 @@ def test_kept_symbols_are_not_merged_away() -> None:
     assert _definitions(module) == ["a", "entry"]
 
 
-def _duplicates(module: ModuleOp) -> list[tuple[str, str]]:
-    """Pairs of definitions whose text is the same but for their name."""
-    seen: dict[str, str] = {}
-    pairs = []
-    for op in module.ops:
-        if isinstance(op, llvm.FuncOp) and op.body.blocks:
-            name = op.sym_name.data
-            text = str(op).replace(f"@{name}(", "@_(", 1)
-            if text in seen:
-                pairs.append((seen[text], name))
-            seen.setdefault(text, name)
-    return pairs
+def _definitions_in(texts: list[str]) -> dict[str, str]:
+    """Each function the LLVM IR ``texts`` define → its text, its name left out."""
+    found = {}
+    for text in texts:
+        for match in re.finditer(r'^define [^@]*@"([^"]+)"\(.*?^}$', text, re.M | re.S):
+            found[match.group(1)] = match.group(0).replace(f'@"{match.group(1)}"(', "@(", 1)
+    return found
+
+
+def _compiled_definitions(monkeypatch: pytest.MonkeyPatch, build) -> dict[str, str]:  # noqa: ANN001
+    """The functions LLVM compiles in ``build()``, from the parts' texts."""
+    texts: list[str] = []
+    compile_part = cpu_backend._compile_part
+
+    def spy(llvm_ir: str, *args):  # noqa: ANN002, ANN202 - a pass-through
+        texts.append(llvm_ir)
+        return compile_part(llvm_ir, *args)
+
+    monkeypatch.setattr(cpu_backend, "_compile_part", spy)
+    build()
+    monkeypatch.undo()
+    return _definitions_in(texts)
 
 
 def test_build_compiles_identical_outlined_loops_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build streams kernels to LLVM, merging each function with an
+    identical one printed before: it compiles the functions
+    merge_identical_functions keeps of the whole llvm-dialect stage (a
+    build that prints its stages makes that stage whole)."""
     data = eb.var("data", (1, 16, 8, 8), "float32")
     first = eb.relu(eb.conv2d(data, eb.var("w1"), channels=16, kernel_size=(3, 3), padding=(1, 1)))
     second = eb.relu(eb.conv2d(first, eb.var("w2"), channels=8, kernel_size=(3, 3), padding=(1, 1)))
@@ -112,21 +130,24 @@ def test_build_compiles_identical_outlined_loops_once(monkeypatch: pytest.Monkey
         "w1": rng.standard_normal((16, 16, 3, 3)).astype(np.float32),
         "w2": rng.standard_normal((8, 16, 3, 3)).astype(np.float32),
     }
-    compiled: list[ModuleOp] = []
-    split_module = cpu_backend.split_module
-
-    def spy(module: ModuleOp, entries=()):  # noqa: ANN001, ANN202 - a pass-through
-        compiled.append(module.clone())  # the program, before LLVM compiles it in parts
-        return split_module(module, entries)
-
-    monkeypatch.setattr(cpu_backend, "split_module", spy)
     # Every parallel loop outlined, so each conv pads its input in a loop of its own.
-    lib = ember.build(module, "llvm", params, options={"min_parallel_work": 0}, cache=False)
-    (program,) = compiled
-    assert _duplicates(program) == []
-    names = _definitions(program)
-    assert sum(name.endswith("__parallel0_body") for name in names) == 1, names
+    options = {"min_parallel_work": 0}
+    built = []
 
+    def build() -> None:
+        built.append(ember.build(module, "llvm", params, options=options, cache=False))
+
+    def build_whole() -> None:
+        with driver.print_after(["graph"], io.StringIO()):
+            build()
+
+    streamed = _compiled_definitions(monkeypatch, build)
+    assert sum(name.endswith("__parallel0_body") for name in streamed) == 1, list(streamed)
+    assert len(set(streamed.values())) == len(streamed)  # no two the same but for the name
+    whole = _compiled_definitions(monkeypatch, build_whole)
+    assert sorted(streamed) == sorted(whole)
+
+    lib = built[0]
     x = rng.standard_normal((1, 16, 8, 8)).astype(np.float32)
     ex = ember.GraphExecutor(lib, ember.cpu(0))
     ex.run(data=x)

@@ -251,7 +251,7 @@ class _FunctionPrinter:
     """One function body: values and blocks named in order, phis from the
     branches' block arguments."""
 
-    def __init__(self, printer: _Printer, op: llvm.FuncOp) -> None:
+    def __init__(self, printer: Printer, op: llvm.FuncOp) -> None:
         self.printer = printer
         self.op = op
         self.names: dict[SSAValue, str] = {}
