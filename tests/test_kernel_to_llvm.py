@@ -399,3 +399,41 @@ def test_kernels_with_a_negligible_share_of_the_work_are_compiled_for_size() -> 
     alone = ember.parse(tiny)
     lower_kernels_to_llvm(alone, cold_work_fraction=COLD_WORK_FRACTION)
     assert "optsize" not in attributes(alone)["tiny"]
+
+
+def test_ops_made_directly_are_the_ops_their_constructors_make() -> None:
+    """The lowering makes its most common ops with ``_made`` (no argument
+    lists rebuilt and verified for each): each must print as the op its
+    constructor makes."""
+    from xdsl.dialects import llvm
+    from xdsl.dialects.builtin import IntegerAttr, f32, i1, i64
+    from xdsl.ir import Block
+
+    from ember.lowering import kernel_to_llvm as k
+
+    block = Block(arg_types=[i64, i64, llvm.LLVMPointerType(), f32, f32])
+    x, y, pointer, a, b = block.args
+    slt = llvm.ICmpPredicateFlag.SLT
+    pairs = [
+        (llvm.AddOp(x, y, overflow=k.NSW), k._made(llvm.AddOp, [x, y], [i64], k._NSW)),
+        (llvm.MulOp(x, y, overflow=k.NSW), k._made(llvm.MulOp, [x, y], [i64], k._NSW)),
+        (llvm.SDivOp(x, y), k._made(llvm.SDivOp, [x, y], [i64], {})),
+        (
+            llvm.FAddOp(a, b, k.IEEE_SAFE),
+            k._made(llvm.FAddOp, [a, b], [f32], {"fastmathFlags": k.IEEE_SAFE}),
+        ),
+        (llvm.LoadOp(pointer, f32), k._made(llvm.LoadOp, [pointer], [f32], k._NOT_ATOMIC)),
+        (llvm.StoreOp(a, pointer), k._made(llvm.StoreOp, [a, pointer], [], k._NOT_ATOMIC)),
+        (
+            llvm.ICmpOp(x, y, k._ICMP_PREDICATES[slt]),
+            k._made(llvm.ICmpOp, [x, y], [i1], {"predicate": k._ICMP_PREDICATES[slt]}),
+        ),
+        (
+            llvm.ConstantOp(IntegerAttr(7, i64), i64),
+            k._made(llvm.ConstantOp, [], [i64], {"value": IntegerAttr(7, i64)}),
+        ),
+    ]
+    for constructed, made in pairs:
+        block.add_ops([constructed, made])
+        assert str(made) == str(constructed)
+        made.verify()

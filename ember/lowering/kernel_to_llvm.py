@@ -113,6 +113,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     UnitAttr,
+    i1,
     i8,
     i32,
     i64,
@@ -195,6 +196,26 @@ def _element_address(base: SSAValue, offset: SSAValue, element: Attribute) -> ll
         result_types=[PTR],
         properties={**_INBOUNDS_GEP, "elem_type": element},
     )
+
+
+_NSW = {"overflowFlags": NSW}
+_NOT_ATOMIC = {"ordering": IntegerAttr(0, i64)}
+"""The properties the constructors of ``add nsw`` (``mul``, ``sub``) and of
+non-atomic loads and stores set (:func:`_made`)."""
+
+
+def _made(
+    cls: type[Operation],
+    operands: Sequence[SSAValue],
+    result_types: Sequence[Attribute],
+    properties: dict[str, Attribute],
+) -> Operation:
+    """The op ``cls``'s constructor makes of these operands with these
+    properties (those it sets): made directly, without building and
+    verifying its argument lists again for each of a kernel's ops (a third
+    of the time xDSL takes to make one)."""
+    return cls.create(operands=operands, result_types=result_types, properties=dict(properties))
+
 
 _FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
@@ -364,7 +385,7 @@ class _KernelTranslator:
                 if isinstance(t, _FLOAT_TYPES)
                 else IntegerAttr(value, t)
             )
-            constant = self._emit_in_entry([llvm.ConstantOp(attr, t)])
+            constant = self._emit_in_entry([_made(llvm.ConstantOp, [], [t], {"value": attr})])
             self.constants[key] = constant
             if isinstance(attr, IntegerAttr):
                 self.integers[constant] = int(value)
@@ -373,7 +394,9 @@ class _KernelTranslator:
     def _icmp(
         self, predicate: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue
     ) -> SSAValue:
-        return self._emit(llvm.ICmpOp(lhs, rhs, _ICMP_PREDICATES[predicate]))
+        return self._emit(
+            _made(llvm.ICmpOp, [lhs, rhs], [i1], {"predicate": _ICMP_PREDICATES[predicate]})
+        )
 
     def _declare(self, name: str) -> None:
         self.declarations.externals[name] = OPENMP_ENTRY_POINTS[name]
@@ -456,7 +479,7 @@ class _KernelTranslator:
         self.values[op.induction_var] = body.args[0]
         self._lower_ops(op.body.block.ops)
         step = self._const(op.step_value, i64)
-        following = self._emit(llvm.AddOp(body.args[0], step, overflow=NSW))
+        following = self._emit(_made(llvm.AddOp, [body.args[0], step], [i64], _NSW))
         if bound is None:
             bound = self._const(op.ub, i64)
         more = self._icmp(llvm.ICmpPredicateFlag.SLT, following, bound)
@@ -719,19 +742,19 @@ class _KernelTranslator:
                 continue
             if stride != 1:
                 term = self._emit(
-                    llvm.MulOp(term, self._const(stride, i64), overflow=NSW)
+                    _made(llvm.MulOp, [term, self._const(stride, i64)], [i64], _NSW)
                 )
             offset = (
                 term
                 if offset is None
-                else self._emit(llvm.AddOp(offset, term, overflow=NSW))
+                else self._emit(_made(llvm.AddOp, [offset, term], [i64], _NSW))
             )
         if fixed or offset is None:  # constant indices (or a rank-0 memref)
             constant = self._const(fixed, i64)
             offset = (
                 constant
                 if offset is None
-                else self._emit(llvm.AddOp(offset, constant, overflow=NSW))
+                else self._emit(_made(llvm.AddOp, [offset, constant], [i64], _NSW))
             )
         return self._emit(
             _element_address(self._operand(op.memref), offset, t.get_element_type())
@@ -769,11 +792,13 @@ class _KernelTranslator:
 
     def _lower_load(self, op: memref.LoadOp) -> None:
         address = self._address(op)
-        self.values[op.res] = self._emit(llvm.LoadOp(address, op.res.type))
+        self.values[op.res] = self._emit(
+            _made(llvm.LoadOp, [address], [op.res.type], _NOT_ATOMIC)
+        )
 
     def _lower_store(self, op: memref.StoreOp) -> None:
         address = self._address(op)
-        self._append(llvm.StoreOp(self._operand(op.value), address))
+        self._append(_made(llvm.StoreOp, [self._operand(op.value), address], [], _NOT_ATOMIC))
 
     def _lower_alloc(self, op: memref.AllocOp) -> None:
         # In the entry block, so that a loop around the alloc neither grows the
@@ -812,17 +837,14 @@ class _KernelTranslator:
     def _lower_float_binary(self, op: Operation) -> None:
         lhs, rhs = (self._operand(v) for v in op.operands)
         self.values[op.results[0]] = self._emit(
-            _FLOAT_BINARY[type(op)](lhs, rhs, self._float_flags)
+            _made(_FLOAT_BINARY[type(op)], [lhs, rhs], [lhs.type], {"fastmathFlags": self._float_flags})
         )
 
     def _lower_int_binary(self, op: Operation) -> None:
         lhs, rhs = (self._operand(v) for v in op.operands)
         llvm_type = _INT_BINARY[type(op)]
-        if llvm_type in (llvm.AddOp, llvm.SubOp, llvm.MulOp):
-            new = llvm_type(lhs, rhs, overflow=NSW)  # type: ignore[call-arg]
-        else:
-            new = llvm_type(lhs, rhs)  # type: ignore[call-arg]
-        self.values[op.results[0]] = self._emit(new)
+        flags = _NSW if llvm_type in (llvm.AddOp, llvm.SubOp, llvm.MulOp) else {}
+        self.values[op.results[0]] = self._emit(_made(llvm_type, [lhs, rhs], [lhs.type], flags))
 
     def _lower_negf(self, op: arith.NegfOp) -> None:
         self.values[op.result] = self._emit(
