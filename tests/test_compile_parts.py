@@ -1,14 +1,14 @@
 """The ``llvm`` backend compiles a program as parts, on several threads.
 
-``ember.backends.cpu.emit_object`` splits the llvm-dialect module
-(``split_module``: a kernel with its outlined loops per unit, the entries
-apart), LLVM optimises and compiles the parts on ember's thread count
-(``set_num_threads``) while Python translates the next, and
-``ember.backends.link.link_objects`` makes their objects the artifact's one
-object.  What must hold: the same bytes whatever the thread count, each
-function's machine code what a one-module build makes, a part LLVM rejects
-named by its kernels, and builds from several threads at once all finish.
-``PART_OPS`` is lowered here so that small networks split too.
+A build streams the kernels to LLVM (``ember.backends.cpu.emit_program_object``):
+each is lowered to the llvm dialect and printed, and a part goes to LLVM on
+ember's thread count (``set_num_threads``) once its kernels hold ``PART_OPS``
+ops, while Python lowers the next; ``ember.backends.link.link_objects``
+makes the parts' objects the artifact's one object.  What must hold: the
+same bytes whatever the thread count, each function's machine code what a
+one-part build makes, a part LLVM rejects named by its kernels, and builds
+from several threads at once all finish.  ``PART_OPS`` is lowered here so
+that small networks split too.
 """
 
 from __future__ import annotations

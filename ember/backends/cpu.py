@@ -5,19 +5,23 @@ runs the stages of :mod:`ember.compiler` (params bound as constants, graph
 passes, kernels, the program as one native entry, LLVM IR optimised at O3
 for the target's CPU) and returns an :class:`~ember.runtime.module.Artifact`
 whose code is a :class:`~ember.runtime.cpu.NativeCode`: the object file,
-its IR, the frame layout and the packed constants.
-:meth:`CpuBackend.load` hands it to the runtime
+its IR, the frame layout and the packed constants.  From the llvm-dialect
+lowering on, the stages are streamed (:func:`emit_program_object`): each
+kernel is lowered, printed and compiled by LLVM on a pool of threads while
+the next lower.  :meth:`CpuBackend.load` hands the artifact to the runtime
 (:meth:`ember.runtime.cpu.LLVMModule.load`), which links the object with
 MCJIT and calls it — nothing is compiled there.
 
 Below the program level, for kernels alone:
 
-* :func:`emit_object` — llvm-dialect module → (optimised IR, object bytes);
-  :func:`emit_ir_object` the same from unoptimised LLVM IR text;
+* :func:`emit_object` — llvm-dialect module → (optimised IR, object bytes),
+  compiled in parts (:func:`split_module`); :func:`emit_ir_object` the
+  same from unoptimised LLVM IR text;
 * :func:`compile_llvm` — the same, linked into this process
   (a :class:`~ember.runtime.jit.JitModule`);
 * :func:`compile_kernels` — kernel-dialect functions lowered and compiled;
-* :func:`translate`, :func:`optimize` — the two LLVM steps, as text.
+* :func:`translate`, :func:`optimize` — the two LLVM steps, as text
+  (:mod:`ember.backends.llvm_text` prints the llvm dialect).
 
 An ``llvm.func``'s ``passthrough`` attributes become LLVM function
 attributes (``"prefer-vector-width"="512"``: the vector width a target asks
@@ -63,6 +67,7 @@ __all__ = [
     "compile_llvm",
     "emit_ir_object",
     "emit_object",
+    "emit_program_object",
     "optimize",
     "pipeline_tuning",
     "translate",

@@ -2,7 +2,8 @@
 
 Each kernel ``func.func @k(%A: memref<…>, …) attributes {kernel.kernel}``
 becomes ``llvm.func @k(!llvm.ptr {llvm.noalias}, …)`` returning nothing, ready
-for ``xdsl.backend.llvm.convert.convert_module``.  This is the job MLIR splits
+to be printed as LLVM IR (:mod:`ember.backends.llvm_text`, or
+``xdsl.backend.llvm.convert.convert_module``).  This is the job MLIR splits
 over ``convert-scf-to-cf``, ``finalize-memref-to-llvm`` and
 ``convert-arith-to-llvm``; xDSL has none of them (its JIT shells out to
 ``mlir-opt``), and kernels are a small, structured subset, so one translator
@@ -94,6 +95,7 @@ from collections.abc import Callable, Iterator, Sequence
 import math
 from dataclasses import dataclass, field
 from math import prod
+from typing import Any
 
 from xdsl.dialects import arith, func, llvm, memref
 from xdsl.dialects import math as xmath
@@ -1042,15 +1044,10 @@ def kernel_work(kernel: func.FuncOp) -> int:
     )
 
 
-def lower_kernels_to_llvm(
-    module: ModuleOp,
-    *,
-    bounds_check: bool = False,
-    fast_math: bool = False,
-    min_parallel_work: int = 0,
-    cold_work_fraction: float = 0.0,
-) -> None:
+def lower_kernels_to_llvm(module: ModuleOp, **options: Any) -> None:
     """Replace every kernel of ``module`` by its ``llvm.func``, in place.
+    ``options``: ``bounds_check``, ``fast_math``, ``min_parallel_work``,
+    ``cold_work_fraction`` (:class:`KernelLowering`'s, all off by default).
 
     ``fast_math``: allow LLVM every fast-math assumption (no NaN, no inf, no
     signed zeros, reciprocals), which changes results for such values; off,
@@ -1067,13 +1064,7 @@ def lower_kernels_to_llvm(
     is marked ``passthrough = ["optsize"]``, with the functions outlined
     from it (:data:`~ember.lowering.COLD_WORK_FRACTION`).
     """
-    lowering = KernelLowering(
-        module,
-        bounds_check=bounds_check,
-        fast_math=fast_math,
-        min_parallel_work=min_parallel_work,
-        cold_work_fraction=cold_work_fraction,
-    )
+    lowering = KernelLowering(module, **options)
     lowered = list(lowering)
     for kernel, replacements in lowered:
         module.body.block.insert_ops_before(replacements, kernel)
