@@ -467,12 +467,12 @@ def _program_texts(
 
 def _renamed_symbols(printer: Any, ops: list[Operation], renames: dict[str, str]) -> list[Any]:
     """``ops`` printed, globals first, their uses of symbols renamed."""
+    from ember.backends.llvm_text import globals_first
     from ember.lowering.merge_functions import rename_symbols
 
     for op in ops:
         rename_symbols(op, renames)
-    ops.sort(key=lambda op: not isinstance(op, llvm_dialect.GlobalOp))
-    return [printer.symbol(op) for op in ops]
+    return [printer.symbol(op) for op in globals_first(ops)]
 
 
 def emit_ir_object(llvm_ir: str, target: Target = Target()) -> tuple[str, bytes]:
