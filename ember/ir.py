@@ -99,6 +99,17 @@ def describe_op(op: Operation) -> str:
     return f"  {where}: {out.getvalue().strip()}"
 
 
+def drop_held_attributes(op: Operation) -> None:
+    """Drop the attributes and properties of ``op`` and every op inside it,
+    once no IR holds ``op`` any more (erased): ops are reference cycles (an
+    op and its results point at each other) that only a collection frees,
+    and a build pauses collection, but what they hold, a graph's weights in
+    its constants' attributes, is freed at once."""
+    for inner in op.walk():
+        inner.properties.clear()
+        inner.attributes.clear()
+
+
 def fresh_symbol(stem: str, taken: set[str]) -> str:
     """``stem``, or ``stem_1``, ``stem_2``, … : the first name not in ``taken``
     (TVM's naming of kernels and fused functions: ``conv2d``, ``conv2d_1``)."""

@@ -468,3 +468,29 @@ def test_collection_paused_nests_and_keeps_a_caller_s_setting() -> None:
         with collection_paused():
             1 / 0
     assert gc.isenabled()
+
+
+def test_the_lowered_entry_lets_go_of_the_weights_without_a_collection() -> None:
+    """The build streams kernels to LLVM with collection paused: the graph
+    function the entry lowering replaced must not keep the weights in its
+    constants (the ops are reference cycles), or they would be held twice,
+    packed and dead, while LLVM compiles."""
+    from ember import compiler, driver
+    from ember.dialects import graph
+    from ember.runtime.memory import collection_paused
+
+    text, params = chain_network(layers=3, width=32)
+    options = compiler.CompileOptions()
+    with collection_paused():
+        planned = driver.lower(ember.parse(text), "plan", params, options, copy=False)
+        del params
+        gc.collect()  # what the earlier stages left dead
+        held = [
+            weakref.ref(op.value)
+            for op in planned.walk()
+            if isinstance(op, graph.ConstantOp)
+        ]
+        assert len(held) == 3
+        layout, constants = compiler.lower_entry(planned, options)
+        constants.clear()  # packed: pack_constants empties the list
+        assert [ref() for ref in held] == [None] * 3

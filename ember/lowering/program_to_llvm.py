@@ -76,6 +76,7 @@ from ember.abi import (  # the calling convention; names kept here for old impor
     profile_symbol,
 )
 from ember.errors import PassError
+from ember.ir import drop_held_attributes
 from ember.passes.plan_memory import DIRECT, check_program, checked_plan, direct_outputs
 
 PTR = llvm.LLVMPointerType()
@@ -280,6 +281,7 @@ def lower_program_to_llvm(
     module.body.block.insert_op_before(entry, target)
     module.body.block.insert_op_before(timed, target)
     module.body.block.erase_op(target)
+    drop_held_attributes(target)  # the weights in its constants: freed now
     declared = {op.sym_name.data for op in module.ops if isinstance(op, llvm.FuncOp)}
     # Declare only what is called: MCJIT must resolve every declared symbol
     # it links, and EXTERN_SYMBOL exists only once the runtime installed it.
