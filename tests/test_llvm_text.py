@@ -151,3 +151,14 @@ def test_an_op_the_printer_does_not_know_goes_to_xdsls_translator():
     with pytest.raises(Unsupported, match="llvm.inline_asm"):
         module_text(module, machine.triple, str(machine.target_data))
     assert 'asm sideeffect "nop"' in translate(module, TARGET)
+
+
+def test_names_with_quotes_and_spaces_are_escaped():
+    odd = 'an "odd" name\\'
+    callee = _returning_constant(odd, 2.0, f32)
+    call = llvm.CallOp(odd, return_type=f32)
+    caller = _function("caller", f32, [call, llvm.ReturnOp(call.returned)])
+    module = ModuleOp([callee, caller])
+    mine, _ = _both_texts(module)
+    assert '@"an \\22odd\\22 name\\5C"' in mine
+    _same_object(ModuleOp([callee.clone(), caller.clone()]))

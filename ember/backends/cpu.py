@@ -408,7 +408,7 @@ def _program_texts(
 ) -> Iterator[tuple[str, tuple[str, ...]]]:
     """The LLVM IR texts of :func:`emit_program_object`'s parts, made as
     they are asked for."""
-    from ember.backends.llvm_text import Printer, Symbol, Unsupported, assemble
+    from ember.backends.llvm_text import Printer, Symbol, Unsupported, assemble, global_name
     from ember.compiler import kernel_lowering_options
     from ember.lowering.kernel_to_llvm import KernelLowering, set_function_vector_width
     from ember.lowering.merge_functions import rename_symbols
@@ -443,7 +443,7 @@ def _program_texts(
                 set_function_vector_width(function, options.target.vector_bits)
                 symbol = printer.symbol(function)
                 first = first_of.setdefault(
-                    symbol.text.replace(f'@"{symbol.name}"(', "@(", 1), symbol.name
+                    symbol.text.replace(f"{global_name(symbol.name)}(", "@(", 1), symbol.name
                 )
                 if first != symbol.name:
                     renames[symbol.name] = first

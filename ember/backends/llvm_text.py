@@ -52,7 +52,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-__all__ = ["Printer", "Symbol", "Unsupported", "assemble", "globals_first", "module_text"]
+__all__ = [
+    "Printer",
+    "Symbol",
+    "Unsupported",
+    "assemble",
+    "global_name",
+    "globals_first",
+    "module_text",
+]
 
 KNOWN_FUNCTION_ATTRIBUTES = frozenset(
     "alwaysinline builtin cold convergent hot inlinehint jumptable minsize naked "
@@ -156,7 +164,7 @@ class Printer:
             local = op.linkage.linkage.data in ("private", "internal")
             declaration = text
             if not local and op.value is not None:
-                declaration = f'@"{op.sym_name.data}" = external global {self.type(op.global_type)}'
+                declaration = f"{global_name(op.sym_name.data)} = external global {self.type(op.global_type)}"
             return Symbol(op.sym_name.data, text, declaration, frozenset(), (), 1)
         if not isinstance(op, llvm.FuncOp):
             raise Unsupported(op.name)
@@ -227,7 +235,7 @@ class Printer:
             raise Unsupported("global with an initializer region or address space")
         linkage = op.linkage.linkage.data
         kind = "constant" if op.constant is not None else "global"
-        name = f'@"{op.sym_name.data}"'
+        name = global_name(op.sym_name.data)
         value = op.value
         if value is None:
             return f"{name} = {linkage} {kind} {self.type(op.global_type)}"
@@ -250,7 +258,7 @@ class Printer:
             params.append(" ".join(words))
         if t.is_variadic:
             params.append("...")
-        return f'{self.type(t.output)} @"{op.sym_name.data}"({", ".join(params)})'
+        return f'{self.type(t.output)} {global_name(op.sym_name.data)}({", ".join(params)})'
 
 
 class _FunctionPrinter:
@@ -272,7 +280,7 @@ class _FunctionPrinter:
 
     def intrinsic(self, name: str, result: str, args: list[str]) -> None:
         if name not in self.intrinsics:
-            self.intrinsics[name] = f'declare {result} @"{name}"({", ".join(args)})'
+            self.intrinsics[name] = f'declare {result} {global_name(name)}({", ".join(args)})'
 
     def print(self, attributes: str) -> str:
         blocks = list(self.op.body.blocks)
@@ -367,10 +375,21 @@ def _hex_float(value: float, t: Attribute) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
 
 
-def _string(raw: bytes) -> str:
-    return 'c"' + "".join(
+def _quoted(raw: bytes) -> str:
+    """``raw`` between double quotes, as LLVM IR escapes it (``\\22``)."""
+    return '"' + "".join(
         chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}" for b in raw
     ) + '"'
+
+
+def _string(raw: bytes) -> str:
+    return "c" + _quoted(raw)
+
+
+def global_name(name: str) -> str:
+    """``@"name"``: a function's or global's name in LLVM IR, quoted and
+    escaped (xDSL symbols may hold any character)."""
+    return "@" + _quoted(name.encode())
 
 
 def _argument_attributes(attributes: DictionaryAttr) -> list[str]:
@@ -564,7 +583,7 @@ def _constant(p: _FunctionPrinter, op: llvm.ConstantOp) -> None:
 def _addressof(p: _FunctionPrinter, op: llvm.AddressOfOp) -> None:
     name = op.global_name.root_reference.data
     p.references.add(name)
-    p.names[op.result] = f'@"{name}"'
+    p.names[op.result] = global_name(name)
 
 
 @_handles(llvm.ZeroOp)
@@ -600,7 +619,7 @@ def _call_op(p: _FunctionPrinter, op: llvm.CallOp) -> str:
         "half", "float", "double"
     ) else ""
     tail = op.TailCallKind.data
-    call = _call(p, op, f'@"{name}"', result_type, flags)
+    call = _call(p, op, global_name(name), result_type, flags)
     return call if tail == "none" else call.replace("call ", f"{tail} call ", 1)
 
 
@@ -611,7 +630,7 @@ def _call_intrinsic(p: _FunctionPrinter, op: llvm.CallIntrinsicOp) -> str:
     name = op.intrin.data
     result_type = "void" if not op.results else p.type(op.results[0].type)
     p.intrinsic(name, result_type, [p.type(arg.type) for arg in op.args])
-    return _call(p, op, f'@"{name}"', result_type, "")
+    return _call(p, op, global_name(name), result_type, "")
 
 
 @_handles(*_UNARY_INTRINSICS, *_BINARY_INTRINSICS)
@@ -621,7 +640,7 @@ def _intrinsic_op(p: _FunctionPrinter, op: Operation) -> str:
     name = f"{base}.{_suffix(t)}"
     result_type = p.type(t)
     p.intrinsic(name, result_type, [p.type(arg.type) for arg in op.operands])
-    return _call(p, op, f'@"{name}"', result_type, "")
+    return _call(p, op, global_name(name), result_type, "")
 
 
 def _suffix(t: Attribute) -> str:
