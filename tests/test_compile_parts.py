@@ -260,3 +260,31 @@ def test_a_relocation_against_no_symbol_stays_against_none() -> None:
     struct.pack_into("<QQq", patched, at, offset, 0, 0)  # type 0 against symbol 0
     linked = link_objects([bytes(patched), callee])
     assert (offset, 0, 0) in [entry for _, entry in relocations(linked)]
+
+
+def test_a_kernel_that_fails_to_lower_mid_stream_stops_the_build_cleanly(
+    small_parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel is lowered while LLVM compiles the parts before it: its
+    error is the build's, and the pool's threads are gone after it."""
+    from ember.errors import PassError
+    from ember.lowering import kernel_to_llvm
+
+    translate = kernel_to_llvm._KernelTranslator.translate
+    lowered: list[str] = []
+
+    def failing_second(self):  # type: ignore[no-untyped-def]
+        lowered.append(self.kernel.sym_name.data)
+        if len(lowered) == 2 and not self.in_parallel:
+            raise PassError(f"lower-kernel-to-llvm: cannot lower @{lowered[-1]} (test)")
+        return translate(self)
+
+    parts: list[int] = []
+    assemble = llvm_text.assemble
+    monkeypatch.setattr(llvm_text, "assemble", lambda *a: parts.append(1) or assemble(*a))
+    monkeypatch.setattr(kernel_to_llvm._KernelTranslator, "translate", failing_second)
+    threads.set_num_threads(2)
+    with pytest.raises(PassError, match=r"cannot lower @\w+ \(test\)"):
+        build()
+    assert parts, "no part was handed to LLVM before the failing kernel"
+    assert not [t for t in threading.enumerate() if t.name.startswith("ember-llvm")]
