@@ -10,6 +10,9 @@ text in one walk (0.12 s), with the meaning xDSL's translator gives them
 * ``llvm.mlir.constant`` and ``llvm.mlir.addressof`` are operands written
   inline (LLVM IR has no instruction for them); a block's arguments are
   ``phi`` nodes fed by the branches to it;
+* an indirect ``llvm.call`` (no callee: its first operand is the function's
+  address, as a parallel loop's thread entry point calls its body) calls
+  through that address, which xDSL's translator does not translate;
 * constant GEP indices are ``i32``, floats are written as LLVM's exact hex
   doubles, intrinsic ops (``llvm.intr.exp``…) call the intrinsic mangled
   for their type (``@llvm.exp.f32``), declared once;
@@ -30,7 +33,7 @@ whole module: the fast path never changes what a module means.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -596,30 +599,36 @@ def _undef(p: _FunctionPrinter, op: llvm.UndefOp) -> None:
     p.names[op.res] = "undef"
 
 
-def _call(p: _FunctionPrinter, op: Operation, callee: str, result_type: str, flags: str) -> str:
-    args = ", ".join(p.typed(arg) for arg in op.operands)
-    call = f"call {flags}{result_type} {callee}({args})"
+def _call(
+    p: _FunctionPrinter,
+    op: Operation,
+    callee: str,
+    result_type: str,
+    flags: str,
+    args: Sequence[SSAValue] | None = None,
+) -> str:
+    listed = ", ".join(p.typed(arg) for arg in (op.operands if args is None else args))
+    call = f"call {flags}{result_type} {callee}({listed})"
     return f"{p.result(op)} = {call}" if op.results else call
 
 
 @_handles(llvm.CallOp)
 def _call_op(p: _FunctionPrinter, op: llvm.CallOp) -> str:
-    if (
-        op.op_bundle_operands
-        or op.callee is None
-        or op.CConv.cconv_name != "ccc"
-        or op.var_callee_type is not None
-    ):
-        raise Unsupported("an indirect or variadic call, operand bundles or a calling convention")
-    name = op.callee.string_value()
-    p.references.add(name)
+    if op.op_bundle_operands or op.CConv.cconv_name != "ccc" or op.var_callee_type is not None:
+        raise Unsupported("a variadic call, operand bundles or a calling convention")
     returned = op.returned
     result_type = "void" if returned is None else p.type(returned.type)
     flags = _fast_math(op.fastmathFlags) if returned is not None and result_type in (
         "half", "float", "double"
     ) else ""
+    if op.callee is None:  # indirect: the first operand is the function's address
+        callee, args = p.ref(op.operands[0]), op.operands[1:]
+    else:
+        name = op.callee.string_value()
+        p.references.add(name)
+        callee, args = global_name(name), op.operands
+    call = _call(p, op, callee, result_type, flags, args)
     tail = op.TailCallKind.data
-    call = _call(p, op, global_name(name), result_type, flags)
     return call if tail == "none" else call.replace("call ", f"{tail} call ", 1)
 
 

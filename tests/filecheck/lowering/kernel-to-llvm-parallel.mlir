@@ -9,8 +9,8 @@
 // An outermost parallel loop is outlined: the body into @scale__parallel0_body
 // (a loop over [begin, end) with the captured buffers as noalias arguments,
 // the constant re-created inside), the thread entry point into
-// @scale__parallel0 (unpacks the captures, takes chunks of the range from
-// libgomp's dynamic schedule). The
+// @scale__parallel0 (unpacks the captures and the loop's body, range and
+// step, takes chunks of the range from libgomp's dynamic schedule). The
 // kernel forks with GOMP_parallel when min(ember_num_threads, 7) > 1 and calls
 // the body on the whole range otherwise. The nested parallel loop runs
 // serially inside the body.
@@ -37,16 +37,27 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    %[[N:.*]] = llvm.select %[[FEWER]], %[[REQ]], %[[COUNT]] : i1, i64
 // CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[SEVERAL:.*]] = llvm.icmp "sgt" %[[N]], %[[ONE]] : i64
-// CHECK-NEXT:    %[[SLOTS:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[SLOTS:.*]] = llvm.mlir.constant(6) : i64
 // CHECK-NEXT:    %[[DATA:.*]] = llvm.alloca %[[SLOTS]] x !llvm.ptr {alignment = 8 : i64} : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    llvm.cond_br %[[SEVERAL]], ^[[FORK:.*]], ^[[INLINE:.*]]
+// The data: the captures, then the body's address, the trip count, the
+// lower bound and the step.
 // CHECK-NEXT:  ^[[FORK]]:
+// CHECK-NEXT:    %[[BODY:.*]] = llvm.mlir.addressof @scale__parallel0_body : !llvm.ptr
 // CHECK-NEXT:    %[[S0:.*]] = llvm.getelementptr inbounds %[[DATA]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    llvm.store %X, %[[S0]] : !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[S1:.*]] = llvm.getelementptr inbounds %[[DATA]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    llvm.store %Y, %[[S1]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[S2:.*]] = llvm.getelementptr inbounds %[[DATA]][2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[BODY]], %[[S2]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[S3:.*]] = llvm.getelementptr inbounds %[[DATA]][3] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[COUNT]], %[[S3]] : i64, !llvm.ptr
+// CHECK-NEXT:    %[[S4:.*]] = llvm.getelementptr inbounds %[[DATA]][4] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[LB]], %[[S4]] : i64, !llvm.ptr
+// CHECK-NEXT:    %[[S5:.*]] = llvm.getelementptr inbounds %[[DATA]][5] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[ONE]], %[[S5]] : i64, !llvm.ptr
 // CHECK-NEXT:    %[[TEAM:.*]] = llvm.trunc %[[N]] : i64 to i32
 // CHECK-NEXT:    %[[FN:.*]] = llvm.mlir.addressof @scale__parallel0 : !llvm.ptr
 // CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[DATA]], %[[TEAM]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
@@ -75,16 +86,26 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK:       ^[[DONE]]:
 // CHECK-NEXT:    llvm.return
 
+// The thread entry point takes everything from the data, and calls the body
+// through its address: every loop whose captures have the same types has the
+// same entry point, which a build compiles once.
 // CHECK-LABEL: llvm.func @scale__parallel0(%data: !llvm.ptr {llvm.noalias}) {
 // CHECK-NEXT:    %[[P0:.*]] = llvm.getelementptr inbounds %data[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[P0]] : !llvm.ptr -> !llvm.ptr
 // CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr inbounds %data[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[P1]] : !llvm.ptr -> !llvm.ptr
-// CHECK-NEXT:    %[[T:.*]] = llvm.mlir.constant(7) : i64
+// CHECK-NEXT:    %[[P2:.*]] = llvm.getelementptr inbounds %data[2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[BODY:.*]] = llvm.load %[[P2]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    %[[P3:.*]] = llvm.getelementptr inbounds %data[3] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[T:.*]] = llvm.load %[[P3]] : !llvm.ptr -> i64
+// CHECK-NEXT:    %[[P4:.*]] = llvm.getelementptr inbounds %data[4] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[LOWER:.*]] = llvm.load %[[P4]] : !llvm.ptr -> i64
+// CHECK-NEXT:    %[[P5:.*]] = llvm.getelementptr inbounds %data[5] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.load %[[P5]] : !llvm.ptr -> i64
 // CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %[[FIRST:.*]] = llvm.alloca %[[TWO]] x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[LAST:.*]] = llvm.getelementptr inbounds %[[FIRST]][1] : (!llvm.ptr) -> !llvm.ptr, i64
-// The chunk: max(1, 7 / (team x 8)) iterations, handed out by libgomp's
+// The chunk: max(1, T / (team x 8)) iterations, handed out by libgomp's
 // dynamic schedule until none is left.
 // CHECK:         %[[NTH32:.*]] = llvm.call @omp_get_num_threads() : () -> i32
 // CHECK-NEXT:    %[[NTH:.*]] = llvm.sext %[[NTH32]] : i32 to i64
@@ -95,7 +116,13 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    %[[GOT:.*]] = llvm.call @GOMP_loop_dynamic_start(%{{.*}}, %[[T]], %{{.*}}, %[[CHUNK]], %[[FIRST]], %[[LAST]]) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i8
 // CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK_LOOP:.*]], ^[[END:.*]]
 // CHECK-NEXT:  ^[[CHUNK_LOOP]]:
-// CHECK:         llvm.call @scale__parallel0_body(%[[X]], %[[Y]], %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT:    %[[I0:.*]] = llvm.load %[[FIRST]] : !llvm.ptr -> i64
+// CHECK-NEXT:    %[[I1:.*]] = llvm.load %[[LAST]] : !llvm.ptr -> i64
+// CHECK-NEXT:    %[[O0:.*]] = llvm.mul %[[I0]], %[[STEP]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[BEGIN:.*]] = llvm.add %[[LOWER]], %[[O0]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[O1:.*]] = llvm.mul %[[I1]], %[[STEP]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[END_I:.*]] = llvm.add %[[LOWER]], %[[O1]] overflow<nsw> : i64
+// CHECK-NEXT:    llvm.call %[[BODY]](%[[X]], %[[Y]], %[[BEGIN]], %[[END_I]]) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
 // CHECK-NEXT:    %[[MORE:.*]] = llvm.call @GOMP_loop_dynamic_next(%[[FIRST]], %[[LAST]]) : (!llvm.ptr, !llvm.ptr) -> i8
 // CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK_LOOP]], ^[[END]]
 // CHECK-NEXT:  ^[[END]]:
