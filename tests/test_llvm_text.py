@@ -193,3 +193,12 @@ def test_an_indirect_call_calls_through_the_address():
     call_it = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(jit.address("call_it"))
     call_it(ctypes.cast(callback, ctypes.c_void_p), 1234)
     assert seen == [1234]
+
+
+def test_a_malformed_passthrough_entry_is_named():
+    from ember.errors import RuntimeFailure
+
+    function = _returning_constant("bad", 1.0, f32)
+    function.passthrough = ArrayAttr([IntegerAttr(3, i64)])
+    with pytest.raises(RuntimeFailure, match=r'passthrough entry .*3.* must be "key" or \["key", "value"\]'):
+        translate(ModuleOp([function]), TARGET)

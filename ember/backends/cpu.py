@@ -137,7 +137,6 @@ class CpuBackend(Backend):
             if spec.name in names
         ]
         blob = pack_constants(layout, constants)  # empties the list
-        entries = (layout.symbol, profile_symbol(layout.function))
         modules = [lowered]  # handed on, which drops it
         del lowered
         # The IR is released once it is all translated, while LLVM
@@ -149,6 +148,7 @@ class CpuBackend(Backend):
             )
         else:
             modules[0].body.block.add_op(_digest_global(layout))
+            entries = (layout.symbol, profile_symbol(layout.function))
             llvm_ir, obj = emit_object(modules.pop(), options.target, entries, translated=release)
         if big:
             return_free_pages()
@@ -227,19 +227,12 @@ def _xdsl_translate(module: ModuleOp, machine: Any) -> str:
 
 def _passthrough(attribute: ArrayAttr) -> dict[str, str | None]:
     """MLIR's ``passthrough = ["key", ["key", "value"]]`` as a dict."""
-    pairs: dict[str, str | None] = {}
-    for item in attribute.data:
-        if isinstance(item, StringAttr):
-            pairs[item.data] = None
-        elif isinstance(item, ArrayAttr) and len(item.data) == 2 and all(
-            isinstance(part, StringAttr) for part in item.data
-        ):
-            pairs[item.data[0].data] = item.data[1].data  # type: ignore[attr-defined]
-        else:
-            raise RuntimeFailure(
-                f"passthrough entry {item} must be \"key\" or [\"key\", \"value\"]"
-            )
-    return pairs
+    from ember.backends.llvm_text import Unsupported, passthrough_entries
+
+    try:
+        return passthrough_entries(attribute)
+    except Unsupported as e:
+        raise RuntimeFailure(str(e)) from None
 
 
 INLINE_THRESHOLD = 0

@@ -63,6 +63,7 @@ __all__ = [
     "global_name",
     "globals_first",
     "module_text",
+    "passthrough_entries",
 ]
 
 KNOWN_FUNCTION_ATTRIBUTES = frozenset(
@@ -407,20 +408,32 @@ def _argument_attributes(attributes: DictionaryAttr) -> list[str]:
     return words
 
 
-def _passthrough(attribute: ArrayAttr) -> str:
-    """MLIR's ``passthrough = ["key", ["key", "value"]]`` as function attributes."""
-    words = []
+def passthrough_entries(attribute: ArrayAttr) -> dict[str, str | None]:
+    """MLIR's ``passthrough = ["key", ["key", "value"]]`` as a dict (``None``
+    for a bare ``"key"``); :class:`Unsupported` names an entry of another
+    shape."""
+    pairs: dict[str, str | None] = {}
     for item in attribute.data:
         if isinstance(item, StringAttr):
-            name = item.data
-            words.append(name if name in KNOWN_FUNCTION_ATTRIBUTES else f'"{name}"')
+            pairs[item.data] = None
         elif isinstance(item, ArrayAttr) and len(item.data) == 2 and all(
             isinstance(part, StringAttr) for part in item.data
         ):
-            key, value = (part.data for part in item.data)  # type: ignore[attr-defined]
-            words.append(f'"{key}"="{value}"')
+            pairs[item.data[0].data] = item.data[1].data  # type: ignore[attr-defined]
         else:
-            raise Unsupported(f"passthrough entry {item}")
+            raise Unsupported(f"passthrough entry {item} must be \"key\" or [\"key\", \"value\"]")
+    return pairs
+
+
+def _passthrough(attribute: ArrayAttr) -> str:
+    """``passthrough`` as function attributes: a bare name LLVM knows is
+    that attribute, any other entry a string attribute."""
+    words = []
+    for name, value in passthrough_entries(attribute).items():
+        if value is not None:
+            words.append(f'"{name}"="{value}"')
+        else:
+            words.append(name if name in KNOWN_FUNCTION_ATTRIBUTES else f'"{name}"')
     return "".join(f" {word}" for word in words)
 
 

@@ -50,7 +50,7 @@ another parallel loop runs on a team of threads, as clang lowers
 * ``@<kernel>__parallel<N>(%data: !llvm.ptr)`` is the thread entry point: it
   loads the captures from ``%data`` (one 8-byte slot each), then the body's
   address, the trip count, the lower bound and the step
-  (:data:`LOOP_SLOTS`), takes chunks of ``c`` consecutive iterations from
+  (:data:`LOOP_SLOT_TYPES`), takes chunks of ``c`` consecutive iterations from
   libgomp's dynamic schedule (``GOMP_loop_dynamic_start`` /
   ``GOMP_loop_dynamic_next``, then ``GOMP_loop_end_nowait``;
   :data:`CHUNKS_PER_THREAD` sets ``c``) and calls the body through its
@@ -198,11 +198,7 @@ def _element_address(base: SSAValue, offset: SSAValue, element: Attribute) -> ll
     ``llvm.GEPOp(base, [GEP_USE_SSA_VAL], element, ssa_indices=[offset],
     inbounds=True)`` builds, without making and verifying its attributes
     again for each of a kernel's accesses."""
-    return llvm.GEPOp.create(
-        operands=[base, offset],
-        result_types=[PTR],
-        properties={**_INBOUNDS_GEP, "elem_type": element},
-    )
+    return _made(llvm.GEPOp, [base, offset], [PTR], {**_INBOUNDS_GEP, "elem_type": element})
 
 
 _NSW = {"overflowFlags": NSW}
@@ -240,8 +236,8 @@ def _indirect_call(callee: SSAValue, args: Sequence[SSAValue]) -> Operation:
     )
 
 
-LOOP_SLOTS = 4
-"""The data of a parallel loop's workers ends in four slots: the body's
+LOOP_SLOT_TYPES = (PTR, i64, i64, i64)
+"""The data of a parallel loop's workers ends in these slots: the body's
 address, the trip count, the lower bound and the step."""
 
 _FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
@@ -607,7 +603,7 @@ class _KernelTranslator:
         self, captured: Sequence[SSAValue], loop: Sequence[SSAValue]
     ) -> SSAValue:
         """An array of 8-byte slots in the entry block's frame: the captured
-        values, then ``loop`` (:data:`LOOP_SLOTS`: the body's address, the
+        values, then ``loop`` (:data:`LOOP_SLOT_TYPES`: the body's address, the
         trip count, the lower bound and the step); the threads read it while
         ``GOMP_parallel`` waits for them."""
         values = [*captured, *loop]
@@ -667,7 +663,7 @@ class _KernelTranslator:
         dynamic schedule until none is left, running the body on each.
 
         The body, the trip count, the lower bound and the step come in the
-        data too (:data:`LOOP_SLOTS`), and the body is called through its
+        data too (:data:`LOOP_SLOT_TYPES`), and the body is called through its
         address: the workers of all loops whose captures have the same
         types are the same function, which the build compiles once
         (resnet18: 53 workers, 8 compiled)."""
@@ -678,7 +674,7 @@ class _KernelTranslator:
         data = worker.entry.args[0]
         data.name_hint = "data"
         loaded: list[SSAValue] = []
-        for n, t in enumerate([*capture_types, PTR, i64, i64, i64]):
+        for n, t in enumerate([*capture_types, *LOOP_SLOT_TYPES]):
             loaded.append(worker._emit(llvm.LoadOp(worker._slot(data, n, t), t)))
         *captures, body_address, count, lower, step = loaded
         bounds = worker._emit_in_entry(
