@@ -252,6 +252,36 @@ def test_a_reduction_in_chunks_is_sound(case, bits) -> None:
     assert_same_bits(naive, tiled, inputs)
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_tile_overhanging_the_plane_computes_its_last_pixel_again(chunked) -> None:
+    """A 7×7 output (49 pixels) in ten 5-pixel tiles, one micro-kernel: the
+    last tile's fifth pixel is the 49th again (clamped), stored twice with
+    the same value, in the panels (and the chunked path's partial sums)."""
+    x, wt, out = (1, 2, 7, 7), (16, 2, 3, 3), (1, 16, 7, 7)
+    attrs = "{strides = [1, 1], padding = [1, 1, 1, 1]}"
+    text = _program("conv2d", x, wt, out, "f32", "bias_relu", attrs)
+    rng = np.random.default_rng(7)
+    a, b, c = (rng.standard_normal(shape).astype(np.float32) for shape in (x, wt, (16,)))
+    with pytest.MonkeyPatch.context() as patch:
+        if chunked:
+            patch.setattr(mk, "CHUNKED_PANEL_BYTES", 0)
+            patch.setattr(mk, "CHUNK_BYTES", 1)
+            patch.setattr(mk, "CHUNKED_MIN_PANELS", 1)
+        # 128-bit vectors: panels of two 4-lane vectors, tiles of 5 pixels.
+        tiled = apply_passes(
+            _naive(text, {"b": b}, 128), "kernel-pad-input,kernel-tensorize{vector-bits=128}"
+        )
+        lib = ember.build(text, target="llvm", params={"b": b}, cache=False)
+    blocks = [op.block_name.data for op in tiled.walk() if isinstance(op, BlockOp)]
+    assert blocks.count("conv2d") == 1  # one micro-kernel, not a 5- and a 4-pixel one
+    assert ("conv2d_save" in blocks) == chunked
+    padded = np.pad(a[0].astype(np.float64), ((0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))
+    expected = np.einsum("cyxij,ocij->oyx", windows, b.astype(np.float64))
+    expected = np.maximum(expected + c[:, None, None], 0)[None]
+    np.testing.assert_allclose(lib["main"](a, c), expected, rtol=1e-5, atol=1e-5)
+
+
 def test_deep_layers_run_their_reduction_in_chunks() -> None:
     """ResNet-18's 512-channel 3×3 layer at 7×7 (295 KB panels): chunks of
     16 input channels (9 KB of panel), parallel over the 32 panels."""
