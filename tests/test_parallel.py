@@ -399,3 +399,34 @@ def test_limit_blas_threads_finds_numpys_openblas_or_says_not() -> None:
         assert found
     with pytest.raises(RuntimeFailure, match="count must be >= 1"):
         threads.limit_blas_threads(0)
+
+
+def test_loops_with_the_same_capture_types_share_one_thread_entry() -> None:
+    """The thread entry point reads the body, the range and the captures
+    from its data: two loops (here in two kernels) whose captures have the
+    same types share the first's entry, and each runs its own body."""
+    kernel = """
+    func.func @{name}(%X: memref<64xf32>, %Y: memref<64xf32>) attributes {{kernel.kernel}} {{
+      kernel.for %i = 0 to {extent} parallel {{
+        kernel.block "Y" (%vi = spatial %i) {{
+          %x = memref.load %X[%vi] : memref<64xf32>
+          %k = arith.constant {factor} : f32
+          %y = arith.mulf %x, %k : f32
+          memref.store %y, %Y[%vi] : memref<64xf32>
+        }}
+      }}
+      func.return
+    }}
+    """
+    text = kernel.format(name="first", extent=64, factor="2.0") + kernel.format(
+        name="second", extent=48, factor="3.0"
+    )
+    lowered = ember.to_text(_lowered(text))
+    assert "llvm.func @first__parallel0(" in lowered
+    assert "@second__parallel0(" not in lowered
+    assert lowered.count("llvm.mlir.addressof @first__parallel0 :") == 2
+    x = _random((64,), 3)
+    sentinel = np.full(64, -1.0, np.float32)
+    result = _run_all_ways(text, "second", [x], sentinel)
+    np.testing.assert_array_equal(result[:48], 3.0 * x[:48])
+    np.testing.assert_array_equal(result[48:], sentinel[48:])

@@ -289,6 +289,9 @@ class _ModuleDeclarations:
     external_globals: dict[str, Attribute] = field(default_factory=dict)
     outlined: list[llvm.FuncOp] = field(default_factory=list)
     """Outlined parallel-loop functions, in the order they were made."""
+    workers: dict[tuple[Attribute, ...], str] = field(default_factory=dict)
+    """Capture types → the thread entry point made for them (one per
+    signature: nothing else of a loop is in it)."""
     bounds_check: bool = False
     """Test, at run time, the accesses not proven in bounds."""
     min_parallel_work: int = 0
@@ -555,8 +558,10 @@ class _KernelTranslator:
         self.parallel_loops += 1
         capture_types = [self._operand(v).type for v in captured]
         body = self._outline_body(op, captured, capture_types, f"{name}_body")
-        worker = self._outline_worker(capture_types, name)
-        self.declarations.outlined += [body, worker]
+        self.declarations.outlined.append(body)
+        entry_name = self.declarations.workers.setdefault(tuple(capture_types), name)
+        if entry_name == name:
+            self.declarations.outlined.append(self._outline_worker(capture_types, name))
         self.declarations.external_globals[NUM_THREADS_SYMBOL] = i32
 
         # n = min(ember_num_threads, trip count): fork only when n > 1.
@@ -578,7 +583,7 @@ class _KernelTranslator:
         )
         self._declare("GOMP_parallel")
         team_size = self._emit(llvm.TruncOp(threads, i32))
-        entry_point = self._emit(llvm.AddressOfOp(name, PTR))
+        entry_point = self._emit(llvm.AddressOfOp(entry_name, PTR))
         self._append(
             llvm.CallOp(
                 "GOMP_parallel", entry_point, data, team_size, self._const(0, i32)
@@ -664,9 +669,9 @@ class _KernelTranslator:
 
         The body, the trip count, the lower bound and the step come in the
         data too (:data:`LOOP_SLOT_TYPES`), and the body is called through its
-        address: the workers of all loops whose captures have the same
-        types are the same function, which the build compiles once
-        (resnet18: 53 workers, 8 compiled)."""
+        address: the loops whose captures have the same types share one
+        worker, made for the first of them (:attr:`_ModuleDeclarations.
+        workers`; resnet18: 53 parallel loops, 8 workers)."""
         worker = _KernelTranslator(
             self.kernel, self.declarations, self.fast_math, in_parallel=True
         )
@@ -1144,8 +1149,10 @@ class KernelLowering:
             declarations.outlined.clear()
             declarations.unproven.clear()
             if work < self.cold_work:
+                entries = set(declarations.workers.values())  # shared by hot loops too
                 for function in functions:
-                    function.passthrough = ArrayAttr([StringAttr("optsize")])
+                    if function.sym_name.data not in entries:
+                        function.passthrough = ArrayAttr([StringAttr("optsize")])
             yield kernel, functions
 
     def declarations(self) -> list[Operation]:
