@@ -15,7 +15,7 @@ AVX-512 CPUs at 256 bits) and is the CPU LLVM generates code for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,8 @@ from ember.lowering import MIN_PARALLEL_WORK
 from ember.target import Target
 
 if TYPE_CHECKING:
+    from xdsl.dialects.func import FuncOp
+
     from ember.abi import ProgramLayout
 
 STAGES: tuple[str, ...] = stage_names()
@@ -112,22 +114,80 @@ def to_kernel(
     call's graph ops and FLOPs for the profiler.  A copy; ``graph`` itself
     with ``copy=False``, so that weights the lowering repacks are not held
     twice."""
-    from ember.context import make_context
-    from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
-    from ember.passes.kernel_tensorize import with_winograd_min_channels
-    from ember.passes.pipeline import parse_passes
-
-    schedule = parse_passes(options.kernel_schedule)  # a bad schedule fails first
-    if options.winograd_min_channels is not None:
-        schedule = with_winograd_min_channels(schedule, options.winograd_min_channels)
     kernel = graph.clone() if copy else graph
-    ctx = make_context()
-    LowerGraphToKernelPass(
-        vector_bits=options.target.vector_bits, annotate=annotate
-    ).apply(ctx, kernel)
+    ctx, schedule = _kernel_stage(kernel, options, annotate)
     for schedule_pass in schedule:
         schedule_pass.apply(ctx, kernel)
     return kernel
+
+
+def scheduled_kernels(
+    graph: ModuleOp, options: CompileOptions = CompileOptions(), annotate: bool = False
+) -> Iterator[FuncOp]:
+    """Stage ``kernel`` a kernel at a time: ``graph`` (changed in place) gets
+    its kernels and their calls now (``lower-graph-to-kernel``), and each
+    kernel, as the iterator yields it, has been through the whole schedule
+    (:class:`~ember.passes.kernel_pass.KernelPass` steps, kernel by kernel),
+    so that a build lowers and compiles the first kernels while Python
+    schedules the next.  The module ends as :func:`to_kernel` makes it.  A
+    schedule holding a pass that is not a ``KernelPass`` (it may need every
+    kernel at once) runs whole, pass by pass, before the first kernel."""
+    from ember.dialects.kernel import kernel_functions
+    from ember.passes.kernel_pass import KernelPass
+
+    ctx, schedule = _kernel_stage(graph, options, annotate)
+    if not all(isinstance(p, KernelPass) for p in schedule):
+        for schedule_pass in schedule:
+            schedule_pass.apply(ctx, graph)
+        return iter(kernel_functions(graph))
+    kernels = list(kernel_functions(graph))
+    steps = [p.kernel_step(ctx, graph) for p in schedule]  # bad options fail here
+
+    def each() -> Iterator[FuncOp]:
+        for kernel in kernels:
+            for step in steps:
+                step(kernel)
+            yield kernel
+
+    return each()
+
+
+def _kernel_stage(module: ModuleOp, options: CompileOptions, annotate: bool) -> tuple[Any, list[Any]]:
+    """``lower-graph-to-kernel`` applied to ``module``, in place: the
+    context and the schedule passes to run next (a bad schedule fails
+    first, before the module changes)."""
+    from ember.context import make_context
+    from ember.passes.kernel_tensorize import with_winograd_min_channels
+    from ember.passes.lower_graph_to_kernel import LowerGraphToKernelPass
+    from ember.passes.pipeline import parse_passes
+
+    schedule = list(parse_passes(options.kernel_schedule))
+    if options.winograd_min_channels is not None:
+        schedule = with_winograd_min_channels(schedule, options.winograd_min_channels)
+    ctx = make_context()
+    LowerGraphToKernelPass(
+        vector_bits=options.target.vector_bits, annotate=annotate
+    ).apply(ctx, module)
+    return ctx, schedule
+
+
+def plan_entry(module: ModuleOp, entry: str) -> ModuleOp:
+    """Stage ``plan``: ``plan-memory`` on the function ``entry`` of the
+    kernel-stage ``module``, in place, unless it carries a plan already (a
+    plan written in the input is kept, for the program lowering to check)."""
+    from xdsl.dialects.func import FuncOp
+
+    from ember.passes.plan_memory import WORKSPACE_BYTES, annotate, plan_function
+
+    for op in module.ops:
+        if (
+            isinstance(op, FuncOp)
+            and op.sym_name.data == entry
+            and "kernel.kernel" not in op.attributes
+            and WORKSPACE_BYTES not in op.attributes
+        ):
+            annotate(op, plan_function(op))
+    return module
 
 
 def to_llvm_dialect(

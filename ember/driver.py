@@ -109,22 +109,9 @@ def _kernel(module: ModuleOp, compilation: Compilation) -> ModuleOp:
 
 
 def _plan(module: ModuleOp, compilation: Compilation) -> ModuleOp:
-    """``plan-memory`` on the entry, unless it carries a plan already: a
-    plan written in the input is kept, for the program lowering to check."""
-    from xdsl.dialects.func import FuncOp
+    from ember.compiler import plan_entry
 
-    from ember.passes.plan_memory import WORKSPACE_BYTES, annotate, plan_function
-
-    entry = compilation.options.entry
-    for op in module.ops:
-        if (
-            isinstance(op, FuncOp)
-            and op.sym_name.data == entry
-            and "kernel.kernel" not in op.attributes
-            and WORKSPACE_BYTES not in op.attributes
-        ):
-            annotate(op, plan_function(op))
-    return module
+    return plan_entry(module, compilation.options.entry)
 
 
 def _llvm_dialect(module: ModuleOp, compilation: Compilation) -> LoweredProgram:

@@ -288,3 +288,32 @@ def test_a_kernel_that_fails_to_lower_mid_stream_stops_the_build_cleanly(
         build()
     assert parts, "no part was handed to LLVM before the failing kernel"
     assert not [t for t in threading.enumerate() if t.name.startswith("ember-llvm")]
+
+
+def test_a_kernel_whose_schedule_fails_mid_stream_stops_the_build_cleanly(
+    small_parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kernels are scheduled as they are lowered, while LLVM compiles the
+    parts before them: an error of a schedule pass on a later kernel is the
+    build's, and the pool's threads are gone after it."""
+    from ember.errors import PassError
+    from ember.passes.kernel_vectorize import KernelVectorizePass
+
+    rewrite = KernelVectorizePass.rewrite_kernel
+    seen: list[str] = []
+
+    def failing_second(self, kernel):  # type: ignore[no-untyped-def]
+        seen.append(kernel.sym_name.data)
+        if len(seen) == 2:
+            raise PassError(f"kernel-vectorize: cannot schedule @{seen[-1]} (test)")
+        rewrite(self, kernel)
+
+    parts: list[int] = []
+    assemble = llvm_text.assemble
+    monkeypatch.setattr(llvm_text, "assemble", lambda *a: parts.append(1) or assemble(*a))
+    monkeypatch.setattr(KernelVectorizePass, "rewrite_kernel", failing_second)
+    threads.set_num_threads(2)
+    with pytest.raises(PassError, match=r"cannot schedule @\w+ \(test\)"):
+        build()
+    assert parts, "no part was handed to LLVM before the failing kernel"
+    assert not [t for t in threading.enumerate() if t.name.startswith("ember-llvm")]

@@ -410,6 +410,29 @@ def test_default_schedule_reproduces_resnet18s_kernels(cpu) -> None:
     assert hashlib.sha256(text.encode()).hexdigest() == expected, _REGENERATE.format("resnet18")
 
 
+@pytest.mark.parametrize("name", ["mlp", "convbnrelu", "tiny_pipe", "resnet18"])
+def test_kernels_scheduled_one_at_a_time_are_the_stages_kernels(name) -> None:
+    """A build takes each kernel through the whole schedule before the next
+    (``scheduled_kernels``, the default schedule's passes all
+    ``KernelPass``es): each kernel as it is yielded, and the module at the
+    end (the entry, whose weights ``kernel-tensorize`` packs), are what the
+    ``kernel`` stage makes pass after pass."""
+    from ember.compiler import scheduled_kernels
+    from ember.passes.kernel_pass import KernelPass
+    from ember.passes.pipeline import parse_passes
+
+    options = CompileOptions(target=Target.parse("llvm -mcpu=znver3"))
+    assert all(isinstance(p, KernelPass) for p in parse_passes(options.kernel_schedule))
+    module, params = workloads.get(name)
+    expected = to_kernel(to_graph(module, params, options), options)
+    graph = to_graph(module, params, options)
+    stream = scheduled_kernels(graph, options)
+    assert " parallel" not in str(graph)  # nothing scheduled before it is asked for
+    yielded = [str(kernel) for kernel in stream]  # each as it is yielded
+    assert yielded == [str(kernel) for kernel in kernel_functions(expected)]
+    assert str(graph) == str(expected)
+
+
 # --------------------------------------------------------------------------
 # The schedule as an option: build, cache key, ember-translate
 # --------------------------------------------------------------------------

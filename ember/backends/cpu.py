@@ -5,10 +5,11 @@ runs the stages of :mod:`ember.compiler` (params bound as constants, graph
 passes, kernels, the program as one native entry, LLVM IR optimised at O3
 for the target's CPU) and returns an :class:`~ember.runtime.module.Artifact`
 whose code is a :class:`~ember.runtime.cpu.NativeCode`: the object file,
-its IR, the frame layout and the packed constants.  From the llvm-dialect
-lowering on, the stages are streamed (:func:`emit_program_object`): each
-kernel is lowered, printed and compiled by LLVM on a pool of threads while
-the next lower.  :meth:`CpuBackend.load` hands the artifact to the runtime
+its IR, the frame layout and the packed constants.  From the kernel
+stage on, the stages are streamed (:func:`ember.compiler.scheduled_kernels`,
+:func:`emit_program_object`): each kernel is scheduled, lowered, printed
+and compiled by LLVM on a pool of threads while the next are scheduled
+and lowered; the memory plan and the program's entry come last.  :meth:`CpuBackend.load` hands the artifact to the runtime
 (:meth:`ember.runtime.cpu.LLVMModule.load`), which links the object with
 MCJIT and calls it — nothing is compiled there.
 
@@ -33,7 +34,7 @@ from __future__ import annotations
 import ctypes
 import json
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -114,46 +115,72 @@ class CpuBackend(Backend):
         handed = [module, params]
         del module, params
         # A build that prints its stages runs them all, one after the
-        # other; any other streams the kernels from the llvm-dialect
-        # lowering to LLVM (emit_program_object).
+        # other; any other streams the kernels from the kernel stage to
+        # LLVM (scheduled_kernels, emit_program_object).
         streamed = not driver.printing()
-        lowered = driver.lower(
-            handed.pop(0),
-            "plan" if streamed else driver.ARTIFACT_INPUT,
-            handed.pop(),
-            options,
-            annotate=True,
-            copy=False,
-            after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
-        )
-        if streamed:
-            layout, constants = compiler.lower_entry(lowered, options)
-        else:
-            layout, constants = lowered.layout, lowered.constants
-            lowered = lowered.module
-        layout.params = [
-            BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
-            for spec in signature.inputs
-            if spec.name in names
-        ]
-        blob = pack_constants(layout, constants)  # empties the list
-        modules = [lowered]  # handed on, which drops it
-        del lowered
-        # The IR is released once it is all translated, while LLVM
-        # compiles (on a core the Python stages left idle); LLVM's memory
-        # once it is done.
-        if streamed:
-            llvm_ir, obj = emit_program_object(
-                modules.pop(), options, [_digest_global(layout)], translated=release
+        if not streamed:
+            program = driver.lower(
+                handed.pop(0),
+                driver.ARTIFACT_INPUT,
+                handed.pop(),
+                options,
+                annotate=True,
+                copy=False,
+                after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
             )
-        else:
-            modules[0].body.block.add_op(_digest_global(layout))
+            layout = program.layout
+            layout.params = _bound_specs(signature, names)
+            blob = pack_constants(layout, program.constants)  # empties the list
+            program.module.body.block.add_op(_digest_global(layout))
+            modules = [program.module]  # handed on, which drops it
+            del program
             entries = (layout.symbol, profile_symbol(layout.function))
+            # The IR is released once it is all translated, while LLVM
+            # compiles (on a core the Python stages left idle); LLVM's
+            # memory once it is done.
             llvm_ir, obj = emit_object(modules.pop(), options.target, entries, translated=release)
+        else:
+            graph = driver.lower(
+                handed.pop(0),
+                "graph",
+                handed.pop(),
+                options,
+                annotate=True,
+                copy=False,
+                after=lambda stage: release() if stage == "graph" else None,
+            )
+            kernels = [compiler.scheduled_kernels(graph, options, annotate=True)]
+            done: dict[str, Any] = {}
+
+            def entry(module: ModuleOp) -> list[Operation]:
+                # Every kernel is scheduled, lowered and dropped: the plan
+                # and the entry see their final signatures.
+                compiler.plan_entry(module, options.entry)
+                layout, constants = compiler.lower_entry(module, options)
+                layout.params = _bound_specs(signature, names)
+                done["blob"] = pack_constants(layout, constants)  # empties the list
+                done["layout"] = layout
+                return [_digest_global(layout)]
+
+            modules = [graph]  # handed on, as are the kernels: none is held here
+            del graph
+            llvm_ir, obj = emit_program_object(
+                modules.pop(), options, entry, kernels.pop(), translated=release
+            )
+            layout, blob = done["layout"], done["blob"]
         if big:
             return_free_pages()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
         return Artifact(self.kind, signature, names, externs, code)
+
+
+def _bound_specs(signature: FunctionSignature, names: tuple[str, ...]) -> list[BufferSpec]:
+    """The entry's inputs that ``params`` bound (``layout.params``)."""
+    return [
+        BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
+        for spec in signature.inputs
+        if spec.name in names
+    ]
 
 
 def _digest_global(layout: ProgramLayout) -> Operation:
@@ -370,34 +397,40 @@ def _compile_parts(
 def emit_program_object(
     module: ModuleOp,
     options: Any,
-    extra: Sequence[Operation] = (),
+    entry: Callable[[ModuleOp], Sequence[Operation]],
+    kernels: Iterable[Operation] | None = None,
     translated: Callable[[], None] | None = None,
 ) -> tuple[str | tuple[str, ...], bytes]:
-    """A kernel-stage ``module`` whose entry is lowered already
-    (:func:`ember.compiler.lower_entry`), with the llvm ops ``extra``
-    beside the entries (the layout digest), as :func:`emit_object` makes
-    it of the llvm-dialect stage, for ``options``
-    (:class:`~ember.compiler.CompileOptions`): the parts' optimised IR and
-    one object.  ``module`` is taken apart.
+    """The kernel-stage ``module`` as :func:`emit_object` makes the
+    llvm-dialect stage, for ``options`` (:class:`~ember.compiler.CompileOptions`):
+    the parts' optimised IR and one object.  ``module`` is taken apart.
+    ``kernels`` (default: the module's) may schedule each kernel as it is
+    asked for (:func:`ember.compiler.scheduled_kernels`); once every kernel
+    is lowered and dropped, ``entry(module)`` lowers the program's entry
+    in place (:func:`ember.compiler.lower_entry`) and returns the llvm ops
+    to print beside it (the layout digest).
 
     The stages are streamed: each kernel is lowered to llvm ops (with the
     functions outlined from it), printed as LLVM IR text and dropped, and a
     part goes to LLVM on :func:`compile_threads` threads as soon as its
     kernels hold :data:`PART_OPS` ops, so that LLVM compiles the first
-    parts while Python lowers the next kernels.  As
+    parts while Python schedules and lowers the next kernels.  As
     ``merge_identical_functions`` would, a function whose text is that of
     one printed before but for its name is not printed again: its callers
     call that one (its callees come first, so that they are merged before
     it is compared).  The entries come last, in the last part, calling
     the kernels by their merged names.  The parts depend on the module
     alone, not on the thread count."""
-    texts = _program_texts(module, options, extra)
-    del module, extra  # the parts' texts hold what is left of them
+    texts = _program_texts(module, options, entry, kernels)
+    del module, kernels  # the parts' texts hold what is left of them
     return _compile_parts(texts, options.target, translated, compile_threads())
 
 
 def _program_texts(
-    module: ModuleOp, options: Any, extra: Sequence[Operation]
+    module: ModuleOp,
+    options: Any,
+    entry: Callable[[ModuleOp], Sequence[Operation]],
+    kernels: Iterable[Operation] | None,
 ) -> Iterator[tuple[str, tuple[str, ...]]]:
     """The LLVM IR texts of :func:`emit_program_object`'s parts, made as
     they are asked for."""
@@ -408,7 +441,8 @@ def _program_texts(
 
     machine = _shared_target_machine(options.target)
     printer = Printer()
-    lowering = KernelLowering(module, **kernel_lowering_options(options))
+    lowering = KernelLowering(module, kernels=kernels, **kernel_lowering_options(options))
+    del kernels
     known: dict[str, Symbol] = {}
     """Every symbol printed or declared so far, for the parts that use it."""
     first_of: dict[str, str] = {}
@@ -448,13 +482,14 @@ def _program_texts(
                 yield part(symbols)
                 symbols = []
         declare(lowering.declarations())
+        kernel = functions = function = None  # the loop's last (some may be unbound)
+        extra = entry(module)
         # The entries, calling the kernels by their merged names.
         last = [*_renamed_symbols(printer, [*module.ops, *extra], renames), *symbols]
     except Unsupported as e:  # ember's lowerings make no such op
         raise RuntimeFailure(f"cannot print the program as LLVM IR: {e}") from None
     # No IR is left alive while LLVM compiles the last part.
     del module, extra, lowering
-    kernel = functions = function = None  # the loop's last (some may be unbound)
     yield part(last)
 
 

@@ -96,7 +96,7 @@ for 16 lanes as 8-lane code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 import math
 from dataclasses import dataclass, field
 from math import prod
@@ -1116,12 +1116,19 @@ class KernelLowering:
     module is not changed); :meth:`declarations` then are the ops that
     the functions lowered so far need beside them (see
     :func:`lower_kernels_to_llvm` for the options).  A build streams
-    kernels to LLVM this way, compiling the first while the next lower."""
+    kernels to LLVM this way, compiling the first while the next lower.
+
+    ``kernels`` (default: the module's, in order) may be an iterator that
+    schedules each kernel as it is asked for
+    (:func:`ember.compiler.scheduled_kernels`); which kernels are cold
+    (``cold_work_fraction``) is decided by their work as they stand when
+    the lowering is made, before such a schedule changes them."""
 
     def __init__(
         self,
         module: ModuleOp,
         *,
+        kernels: Iterable[func.FuncOp] | None = None,
         bounds_check: bool = False,
         fast_math: bool = False,
         min_parallel_work: int = 0,
@@ -1135,15 +1142,17 @@ class KernelLowering:
             bounds_check=bounds_check, min_parallel_work=min_parallel_work
         )
         self.fast_math = fast_math
-        self.works = {kernel: kernel_work(kernel) for kernel in kernel_functions(module)}
-        self.cold_work = cold_work_fraction * sum(self.works.values())
+        works = {k.sym_name.data: kernel_work(k) for k in kernel_functions(module)}
+        self.works = works
+        self.cold_work = cold_work_fraction * sum(works.values())
+        self.kernels = kernel_functions(module) if kernels is None else kernels
 
     def __iter__(self) -> Iterator[tuple[func.FuncOp, list[llvm.FuncOp]]]:
         declarations = self._declarations
-        pending = list(self.works.items())[::-1]
-        self.works.clear()  # a kernel's IR is the caller's alone once lowered
-        while pending:
-            kernel, work = pending.pop()
+        kernels = iter(self.kernels)
+        self.kernels = ()  # a kernel's IR is the caller's alone once lowered
+        for kernel in kernels:
+            work = self.works[kernel.sym_name.data]
             replacement = _KernelTranslator(kernel, declarations, self.fast_math).translate()
             functions = [replacement, *declarations.outlined]
             declarations.outlined.clear()

@@ -39,45 +39,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ember import remarks
-from ember.analysis.loop_nests import computed_from, loop_nests, scheduled_kinds
-from ember.dialects.kernel import SPATIAL, BlockOp, ForOp, kernel_functions
 from ember.analysis.index_terms import is_zero_index
+from ember.analysis.loop_nests import computed_from, loop_nests, scheduled_kinds
+from ember.dialects.kernel import SPATIAL, BlockOp, ForOp
+from ember.passes.kernel_pass import KernelPass
 
 
 @dataclass(frozen=True)
-class KernelAccumulateRowsPass(ModulePass):
+class KernelAccumulateRowsPass(KernelPass):
     """Make the per-element accumulator of a reduction nest a row over its innermost loop."""
 
     name = "kernel-accumulate-rows"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in kernel_functions(op):
-            for nest in loop_nests(kernel):
-                if scheduled_kinds(nest[0]) - {"parallel"} or nest[-1].kind.data != "serial":
-                    continue
-                acc = _row_accumulator(nest[-1])
-                if acc is None:
-                    continue
-                parallel = [loop for loop in nest[:-1] if loop.kind.data == "parallel"]
-                home = parallel[-1] if parallel else None
-                _accumulate_rows(nest[-1], acc, home)
-                remarks.applied(
-                    self.name,
-                    f"kernel @{kernel.sym_name.data}: the accumulator of loop "
-                    f"%{nest[-1].induction_var.name_hint or '?'} made a row of "
-                    f"{nest[-1].trip_count}",
-                    [kernel],
-                    kernel=kernel.sym_name.data,
-                    extent=nest[-1].trip_count,
-                )
+    def rewrite_kernel(self, kernel: FuncOp) -> None:
+        for nest in loop_nests(kernel):
+            if scheduled_kinds(nest[0]) - {"parallel"} or nest[-1].kind.data != "serial":
+                continue
+            acc = _row_accumulator(nest[-1])
+            if acc is None:
+                continue
+            parallel = [loop for loop in nest[:-1] if loop.kind.data == "parallel"]
+            home = parallel[-1] if parallel else None
+            _accumulate_rows(nest[-1], acc, home)
+            remarks.applied(
+                self.name,
+                f"kernel @{kernel.sym_name.data}: the accumulator of loop "
+                f"%{nest[-1].induction_var.name_hint or '?'} made a row of "
+                f"{nest[-1].trip_count}",
+                [kernel],
+                kernel=kernel.sym_name.data,
+                extent=nest[-1].trip_count,
+            )
 
 
 def _row_accumulator(loop: ForOp) -> memref.AllocOp | None:

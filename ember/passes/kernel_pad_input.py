@@ -43,17 +43,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import Float16Type, FloatAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import Float16Type, FloatAttr, IntegerAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.passes import ModulePass
 
 from ember import remarks
-from ember.dialects.kernel import REDUCE, BlockOp, ForOp, kernel_functions
-from ember.lowering import graph_to_kernel as g2k
 from ember.analysis.index_terms import index_terms
+from ember.dialects.kernel import REDUCE, BlockOp, ForOp
+from ember.lowering import graph_to_kernel as g2k
+from ember.passes.kernel_pass import KernelPass
 
 
 @dataclass(frozen=True)
@@ -295,19 +294,18 @@ def _pad_inputs(kernel: FuncOp) -> list[str]:
 
 
 @dataclass(frozen=True)
-class KernelPadInputPass(ModulePass):
+class KernelPadInputPass(KernelPass):
     """Make guarded window reads of a kernel input reads of a padded f32 copy."""
 
     name = "kernel-pad-input"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in kernel_functions(op):
-            made = _pad_inputs(kernel)
-            if made:
-                name = kernel.sym_name.data
-                remarks.applied(
-                    self.name,
-                    f"kernel @{name}: window reads of " + "; ".join(made),
-                    [kernel],
-                    kernel=name,
-                )
+    def rewrite_kernel(self, kernel: FuncOp) -> None:
+        made = _pad_inputs(kernel)
+        if made:
+            name = kernel.sym_name.data
+            remarks.applied(
+                self.name,
+                f"kernel @{name}: window reads of " + "; ".join(made),
+                [kernel],
+                kernel=name,
+            )

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.dialects.func import FuncOp
 
 from ember.analysis.loop_nests import (
     is_independent,
@@ -40,11 +38,11 @@ from ember.analysis.loop_nests import (
     mark_loop,
     scheduled_kinds,
 )
-from ember.dialects.kernel import kernel_functions
+from ember.passes.kernel_pass import KernelPass
 
 
 @dataclass(frozen=True)
-class KernelParallelizePass(ModulePass):
+class KernelParallelizePass(KernelPass):
     """Mark the outermost independent loop of each nest ``parallel``."""
 
     name = "kernel-parallelize"
@@ -53,23 +51,22 @@ class KernelParallelizePass(ModulePass):
     """Leave the innermost loop of a nest (if it holds no loop and has more
     than one iteration) to ``kernel-vectorize``."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in kernel_functions(op):
-            for nest in loop_nests(kernel):
-                innermost = nest[-1].kind.data
-                if innermost not in ("serial", "vectorized") or scheduled_kinds(
-                    nest[0], ignore=nest[-1]
+    def rewrite_kernel(self, kernel: FuncOp) -> None:
+        for nest in loop_nests(kernel):
+            innermost = nest[-1].kind.data
+            if innermost not in ("serial", "vectorized") or scheduled_kinds(
+                nest[0], ignore=nest[-1]
+            ):
+                continue
+            candidates = nest
+            if self.leave_innermost and is_leaf(nest[-1]) and nest[-1].trip_count > 1:
+                candidates = nest[:-1]
+            for loop in candidates:
+                if (
+                    loop.kind.data == "serial"
+                    and loop.trip_count > 1
+                    and is_independent(loop)
                 ):
-                    continue
-                candidates = nest
-                if self.leave_innermost and is_leaf(nest[-1]) and nest[-1].trip_count > 1:
-                    candidates = nest[:-1]
-                for loop in candidates:
-                    if (
-                        loop.kind.data == "serial"
-                        and loop.trip_count > 1
-                        and is_independent(loop)
-                    ):
-                        mark_loop(self.name, kernel, loop, "parallel")
-                        break
+                    mark_loop(self.name, kernel, loop, "parallel")
+                    break
 

@@ -35,17 +35,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, f32
+from xdsl.dialects.builtin import FloatAttr, f32
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from ember import remarks
-from ember.analysis.loop_nests import computed_from
-from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, kernel_functions
 from ember.analysis.index_terms import index_terms
+from ember.analysis.loop_nests import computed_from
+from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp
+from ember.passes.kernel_pass import KernelPass
 
 
 @dataclass(frozen=True)
@@ -66,26 +66,25 @@ class _Window:
 
 
 @dataclass(frozen=True)
-class KernelSeparateWindowPass(ModulePass):
+class KernelSeparateWindowPass(KernelPass):
     """Compute a 2-D max window's row maxima once per input column."""
 
     name = "kernel-separate-window"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in kernel_functions(op):
-            for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
-                window = _match(loop)
-                if window is None:
-                    continue
-                width = _separate(window)
-                remarks.applied(
-                    self.name,
-                    f"kernel @{kernel.sym_name.data}: the {window.rows.trip_count}x"
-                    f"{window.columns.trip_count} max window of block "
-                    f"\"{window.block.block_name.data}\" taken over rows of {width} first",
-                    [kernel],
-                    kernel=kernel.sym_name.data,
-                )
+    def rewrite_kernel(self, kernel: FuncOp) -> None:
+        for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
+            window = _match(loop)
+            if window is None:
+                continue
+            width = _separate(window)
+            remarks.applied(
+                self.name,
+                f"kernel @{kernel.sym_name.data}: the {window.rows.trip_count}x"
+                f"{window.columns.trip_count} max window of block "
+                f"\"{window.block.block_name.data}\" taken over rows of {width} first",
+                [kernel],
+                kernel=kernel.sym_name.data,
+            )
 
 
 def _plain(loop: Operation | None) -> bool:

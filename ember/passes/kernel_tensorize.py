@@ -77,7 +77,14 @@ from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    f32,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
@@ -87,7 +94,13 @@ from ember import remarks
 from ember.analysis.index_terms import ONE, Index, Variable, index_terms, is_zero_index
 from ember.analysis.loop_nests import loop_nests
 from ember.dialects.graph import CallKernelOp, ConstantOp
-from ember.dialects.kernel import REDUCE, SPATIAL, BlockOp, ForOp, is_kernel, kernel_functions
+from ember.dialects.kernel import (
+    REDUCE,
+    SPATIAL,
+    BlockOp,
+    ForOp,
+    is_kernel,
+)
 from ember.errors import PassError
 from ember.lowering import gemm
 from ember.lowering import graph_to_kernel as g2k
@@ -100,8 +113,8 @@ from ember.lowering.winograd import (
     winograd_transform,
     workspace_shapes,
 )
+from ember.passes.kernel_pass import KernelPass, KernelStep
 from ember.passes.lower_graph_to_kernel import Packing, WeightPacker
-
 
 
 def linear(**terms: int) -> Index:
@@ -791,7 +804,7 @@ RULES: dict[str, tuple[Callable[[Contraction], bool], Callable[[_Rewrite, g2k._E
 
 
 @dataclass(frozen=True)
-class KernelTensorizePass(ModulePass):
+class KernelTensorizePass(KernelPass):
     """Rewrite naive conv2d/conv2d_transpose/dense/matmul contractions into micro-kernels."""
 
     name = "kernel-tensorize"
@@ -807,7 +820,7 @@ class KernelTensorizePass(ModulePass):
     channels become Winograd kernels, where the rule of
     :func:`~ember.lowering.winograd.winograd_transform` takes them; 0: none."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
+    def kernel_step(self, ctx: Context, module: ModuleOp) -> KernelStep:
         unknown = [name for name in self.ops if name not in RULES]
         if unknown:
             raise PassError(
@@ -826,17 +839,20 @@ class KernelTensorizePass(ModulePass):
             )
         bits = self.vector_bits or g2k.VectorTarget.host().bits
         target = g2k.VectorTarget(bits, winograd_min_channels=self.winograd_min_channels)
-        packer = WeightPacker()
-        for kernel in kernel_functions(op):
+        packer = WeightPacker()  # a weight that kernels share is packed once
+
+        def step(kernel: FuncOp) -> None:
             contraction = match_contraction(kernel)
             if contraction is None or contraction.name not in self.ops:
-                continue
+                return
             computes, rewrite = RULES[contraction.name]
             if computes(contraction):
-                bound = _bound_callers(op, kernel, contraction.b.arg)
+                bound = _bound_callers(module, kernel, contraction.b.arg)
                 packable = _read_only_in_product(kernel, contraction)
-                rw = _Rewrite(kernel, contraction, target, bound, packable, packer, op)
+                rw = _Rewrite(kernel, contraction, target, bound, packable, packer, module)
                 _replace_body(rw, rewrite)
+
+        return step
 
 
 def with_winograd_min_channels(

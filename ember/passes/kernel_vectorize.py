@@ -30,9 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.dialects.func import FuncOp
 
 from ember.analysis.loop_nests import (
     is_independent,
@@ -41,11 +39,12 @@ from ember.analysis.loop_nests import (
     mark_loop,
     scheduled_kinds,
 )
-from ember.dialects.kernel import ForOp, kernel_functions
+from ember.dialects.kernel import ForOp
+from ember.passes.kernel_pass import KernelPass
 
 
 @dataclass(frozen=True)
-class KernelVectorizePass(ModulePass):
+class KernelVectorizePass(KernelPass):
     """Mark the innermost independent loop of each nest ``vectorized``."""
 
     name = "kernel-vectorize"
@@ -53,17 +52,16 @@ class KernelVectorizePass(ModulePass):
     min_extent: int = 2
     """Loops with fewer iterations stay serial."""
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for kernel in kernel_functions(op):
-            for nest in loop_nests(kernel):
-                if scheduled_kinds(nest[0]) - {"parallel"}:
-                    continue
-                for loop in [op for op in nest[0].walk() if isinstance(op, ForOp)]:
-                    if (
-                        loop.kind.data == "serial"
-                        and is_leaf(loop)
-                        and loop.trip_count >= self.min_extent
-                        and is_independent(loop)
-                    ):
-                        mark_loop(self.name, kernel, loop, "vectorized")
+    def rewrite_kernel(self, kernel: FuncOp) -> None:
+        for nest in loop_nests(kernel):
+            if scheduled_kinds(nest[0]) - {"parallel"}:
+                continue
+            for loop in [op for op in nest[0].walk() if isinstance(op, ForOp)]:
+                if (
+                    loop.kind.data == "serial"
+                    and is_leaf(loop)
+                    and loop.trip_count >= self.min_extent
+                    and is_independent(loop)
+                ):
+                    mark_loop(self.name, kernel, loop, "vectorized")
 
