@@ -144,7 +144,8 @@ def scheduled_kernels(
     steps = [p.kernel_step(ctx, graph) for p in schedule]  # bad options fail here
 
     def each() -> Iterator[FuncOp]:
-        for kernel in kernels:
+        while kernels:  # none held here once yielded
+            kernel = kernels.pop(0)
             for step in steps:
                 step(kernel)
             yield kernel
