@@ -168,11 +168,19 @@ class WinogradPacking:
         f32, computed in f64 so that it is the exact transform, rounded once),
         the columns past the output channels zero."""
         g_matrix = np.array(self.transform.g, dtype=np.float64)
-        u = np.einsum("xi,kcij,yj->xyck", g_matrix, array.astype(np.float64), g_matrix)
         packed = np.zeros(self.shape(array.shape), np.float32)
-        out_channels = array.shape[0]
-        packed[..., :out_channels] = u.reshape(*packed.shape[:2], out_channels)
+        rows = packed.reshape(self.transform.alpha, self.transform.alpha, *packed.shape[1:])
+        # A few output channels at a time: the f64 copy and product of a
+        # 512-channel layer's whole weight would take ~40 MB at once.
+        for start in range(0, array.shape[0], PACK_CHANNELS):
+            block = array[start : start + PACK_CHANNELS].astype(np.float64)
+            u = np.einsum("xi,kcij,yj->xyck", g_matrix, block, g_matrix)
+            rows[..., start : start + len(block)] = u
         return packed
+
+
+PACK_CHANNELS = 32
+"""Output channels :meth:`WinogradPacking.pack` transforms at a time."""
 
 
 ROW_ALIAS_BYTES = 512
