@@ -9,7 +9,8 @@ its IR, the frame layout and the packed constants.  From the kernel
 stage on, the stages are streamed (:func:`ember.compiler.scheduled_kernels`,
 :func:`emit_program_object`): each kernel is scheduled, lowered, printed
 and compiled by LLVM on a pool of threads while the next are scheduled
-and lowered; the memory plan and the program's entry come last.  :meth:`CpuBackend.load` hands the artifact to the runtime
+and lowered; the memory plan and the program's entry come last.
+:meth:`CpuBackend.load` hands the artifact to the runtime
 (:meth:`ember.runtime.cpu.LLVMModule.load`), which links the object with
 MCJIT and calls it — nothing is compiled there.
 
@@ -114,11 +115,23 @@ class CpuBackend(Backend):
         release = release_free_memory if big else lambda: None
         handed = [module, params]
         del module, params
+        done: dict[str, Any] = {}
+
+        def packed(layout: ProgramLayout, constants: list[np.ndarray]) -> Operation:
+            """The layout's bound params named and its constants packed
+            (the list emptied); the layout's digest, to compile with it."""
+            layout.params = [
+                BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
+                for spec in signature.inputs
+                if spec.name in names
+            ]
+            done["layout"], done["blob"] = layout, pack_constants(layout, constants)
+            return _digest_global(layout)
+
         # A build that prints its stages runs them all, one after the
         # other; any other streams the kernels from the kernel stage to
         # LLVM (scheduled_kernels, emit_program_object).
-        streamed = not driver.printing()
-        if not streamed:
+        if driver.printing():
             program = driver.lower(
                 handed.pop(0),
                 driver.ARTIFACT_INPUT,
@@ -128,13 +141,10 @@ class CpuBackend(Backend):
                 copy=False,
                 after=lambda stage: release() if stage in ("graph", driver.ARTIFACT_INPUT) else None,
             )
-            layout = program.layout
-            layout.params = _bound_specs(signature, names)
-            blob = pack_constants(layout, program.constants)  # empties the list
-            program.module.body.block.add_op(_digest_global(layout))
+            program.module.body.block.add_op(packed(program.layout, program.constants))
+            entries = (program.layout.symbol, profile_symbol(program.layout.function))
             modules = [program.module]  # handed on, which drops it
             del program
-            entries = (layout.symbol, profile_symbol(layout.function))
             # The IR is released once it is all translated, while LLVM
             # compiles (on a core the Python stages left idle); LLVM's
             # memory once it is done.
@@ -150,37 +160,23 @@ class CpuBackend(Backend):
                 after=lambda stage: release() if stage == "graph" else None,
             )
             kernels = [compiler.scheduled_kernels(graph, options, annotate=True)]
-            done: dict[str, Any] = {}
 
             def entry(module: ModuleOp) -> list[Operation]:
                 # Every kernel is scheduled, lowered and dropped: the plan
                 # and the entry see their final signatures.
                 compiler.plan_entry(module, options.entry)
-                layout, constants = compiler.lower_entry(module, options)
-                layout.params = _bound_specs(signature, names)
-                done["blob"] = pack_constants(layout, constants)  # empties the list
-                done["layout"] = layout
-                return [_digest_global(layout)]
+                return [packed(*compiler.lower_entry(module, options))]
 
             modules = [graph]  # handed on, as are the kernels: none is held here
             del graph
             llvm_ir, obj = emit_program_object(
                 modules.pop(), options, entry, kernels.pop(), translated=release
             )
-            layout, blob = done["layout"], done["blob"]
+        layout, blob = done["layout"], done["blob"]
         if big:
             return_free_pages()
         code = NativeCode(obj, llvm_ir, options.target, layout, blob)
         return Artifact(self.kind, signature, names, externs, code)
-
-
-def _bound_specs(signature: FunctionSignature, names: tuple[str, ...]) -> list[BufferSpec]:
-    """The entry's inputs that ``params`` bound (``layout.params``)."""
-    return [
-        BufferSpec(spec.name, tuple(spec.shape), spec.dtype)
-        for spec in signature.inputs
-        if spec.name in names
-    ]
 
 
 def _digest_global(layout: ProgramLayout) -> Operation:
@@ -434,7 +430,13 @@ def _program_texts(
 ) -> Iterator[tuple[str, tuple[str, ...]]]:
     """The LLVM IR texts of :func:`emit_program_object`'s parts, made as
     they are asked for."""
-    from ember.backends.llvm_text import Printer, Symbol, Unsupported, assemble, global_name
+    from ember.backends.llvm_text import (
+        Printer,
+        Symbol,
+        Unsupported,
+        assemble,
+        global_name,
+    )
     from ember.compiler import kernel_lowering_options
     from ember.lowering.kernel_to_llvm import KernelLowering, set_function_vector_width
     from ember.lowering.merge_functions import rename_symbols

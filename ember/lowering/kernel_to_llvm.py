@@ -1152,9 +1152,8 @@ class KernelLowering:
             bounds_check=bounds_check, min_parallel_work=min_parallel_work
         )
         self.fast_math = fast_math
-        works = {k.sym_name.data: kernel_work(k) for k in kernel_functions(module)}
-        self.works = works
-        self.cold_work = cold_work_fraction * sum(works.values())
+        self.works = {k.sym_name.data: kernel_work(k) for k in kernel_functions(module)}
+        self.cold_work = cold_work_fraction * sum(self.works.values())
         self.kernels = kernel_functions(module) if kernels is None else kernels
 
     def __iter__(self) -> Iterator[tuple[func.FuncOp, list[llvm.FuncOp]]]:
