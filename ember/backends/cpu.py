@@ -63,6 +63,7 @@ from ember.target import Target, with_string_attributes
 
 __all__ = [
     "INLINE_THRESHOLD",
+    "PIPELINE_LEVEL",
     "RELEASE_BYTES",
     "CpuBackend",
     "compile_kernels",
@@ -424,9 +425,9 @@ def emit_program_object(
     The stages are streamed: each kernel is lowered to llvm ops (with the
     functions outlined from it), printed as LLVM IR text and dropped, and a
     part goes to LLVM on :func:`compile_threads` threads as soon as its
-    kernels hold :data:`PART_OPS` ops (the first, a quarter of that, so
-    that LLVM starts sooner), so that LLVM compiles
-    the first parts while Python schedules and lowers the next kernels.  As
+    kernels hold :data:`PART_OPS` ops (the first part a quarter of that),
+    so that LLVM compiles the first parts while Python schedules and
+    lowers the next kernels.  As
     ``merge_identical_functions`` would, a function whose text is that of
     one printed before but for its name is not printed again: its callers
     call that one (its callees come first, so that they are merged before
