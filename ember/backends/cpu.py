@@ -2,7 +2,7 @@
 
 ``Backend`` interface (:mod:`ember.backends`): :meth:`CpuBackend.compile`
 runs the stages of :mod:`ember.compiler` (params bound as constants, graph
-passes, kernels, the program as one native entry, LLVM IR optimised (O2)
+passes, kernels, the program as one native entry, LLVM IR optimised at O3
 for the target's CPU) and returns an :class:`~ember.runtime.module.Artifact`
 whose code is a :class:`~ember.runtime.cpu.NativeCode`: the object file,
 its IR, the frame layout and the packed constants.  From the kernel
@@ -59,11 +59,10 @@ from ember.errors import RuntimeFailure
 from ember.runtime.cpu import LLVMModule, NativeCode, pack_constants
 from ember.runtime.jit import JitModule, _llvm, _shared_target_machine, load_native
 from ember.runtime.module import Artifact, FunctionSignature, extern_function_names
-from ember.target import Target, with_string_attributes
+from ember.target import OPT_LEVEL, Target, with_string_attributes
 
 __all__ = [
     "INLINE_THRESHOLD",
-    "PIPELINE_LEVEL",
     "RELEASE_BYTES",
     "CpuBackend",
     "compile_kernels",
@@ -270,31 +269,23 @@ never in an inner loop.  O3 inlined a loop body into both callers and then
 vectorised and unrolled it three times over; now each kernel loop is
 optimised once, into the same machine code as before (ResNet-18: the
 outlined bodies' optimised IR is identical, the callers call them), and
-LLVM's pipeline plus code generation take ~0.4 s less CPU."""
-
-
-PIPELINE_LEVEL = 2
-"""The level of LLVM's IR pipeline (code generation stays at
-:data:`ember.target.OPT_LEVEL`): O2.
-
-Both O2 and O3 vectorise ember's register tiles and unroll them fully, into
-the same inner loops.  What O3 adds is unrolling of the rest (epilogues,
-copies: a loop body of 5x16 outputs becomes up to 4 copies) and
-non-trivial unswitching, which doubled the code of ResNet-18's largest
-loop bodies (1071 optimised lines → 583) for no speed: the five
-benchmark workloads give the same output bits at either level, at the
-same latency within noise (AMD EPYC, AVX2), and LLVM's CPU for ResNet-18
-drops from ~2.5 s to ~1.7 s (IR pipeline 1.5 → 0.95 s, code generation
-0.95 → 0.8 s)."""
+LLVM's O3 plus code generation take ~0.4 s less CPU."""
 
 
 def pipeline_tuning() -> Any:
-    """The tuning of LLVM's pipeline (:data:`PIPELINE_LEVEL`) that
-    :func:`optimize` runs: loop and SLP vectorisation, unrolling and
-    interleaving on (ember's register tiles are loops that LLVM vectorises
-    and unrolls fully: without unrolling ResNet-18 runs 2.8x slower),
-    inlining at :data:`INLINE_THRESHOLD`."""
-    tuning = _llvm().create_pipeline_tuning_options(speed_level=PIPELINE_LEVEL)
+    """The tuning of LLVM's O3 pipeline that :func:`optimize` runs: loop and
+    SLP vectorisation, unrolling and interleaving on (ember's register
+    tiles are loops that LLVM vectorises and unrolls fully: without
+    unrolling ResNet-18 runs 2.8x slower), inlining at
+    :data:`INLINE_THRESHOLD`.
+
+    O2 takes LLVM a third less time on ResNet-18 (its IR pipeline 0.9 s
+    instead of 1.5 s), but O3's larger unrolling budget unrolls the
+    window loops and epilogues of the direct convolutions further, and
+    at O2 those ran 5 to 16% slower (the stem, the stride-2 and the
+    512-channel layers; the network 2% slower): O3 stays until the
+    schedule can ask LLVM for that unrolling itself (loop metadata)."""
+    tuning = _llvm().create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
     tuning.loop_unrolling = True
@@ -304,7 +295,7 @@ def pipeline_tuning() -> Any:
 
 
 def optimize(llvm_ir: str, target: Target = Target()) -> str:
-    """LLVM IR text → IR text optimised for ``target``'s CPU
+    """LLVM IR text → O3-optimised IR text for ``target``'s CPU
     (:func:`pipeline_tuning`)."""
     with _private_module(llvm_ir) as parsed:
         parsed.verify()
