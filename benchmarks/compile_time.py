@@ -8,7 +8,7 @@ are counted, as a user's first build pays them):
 * ``cold``: ``ember.build(..., cache=False)``, timed whole;
 * the same build taken apart into the driver's stages (``ember.compiler``:
   graph passes, kernel lowering, llvm-dialect lowering, xDSL's translation
-  to LLVM IR, LLVM's O3, code generation, linking), each timed, with the
+  to LLVM IR, LLVM's O2, code generation, linking), each timed, with the
   module translated and compiled whole on one thread (where the CPU goes),
   with Python's automatic garbage collection paused as ``ember.build``
   pauses it (:func:`ember.runtime.memory.collection_paused`);
@@ -82,7 +82,7 @@ lap("pack constants")
 text = backend.translate(program.module, options.target)
 lap("translate to LLVM IR")
 optimized = backend.optimize(text, options.target)
-lap("LLVM O3")
+lap("LLVM O2")
 machine = jit._shared_target_machine(options.target)
 code = machine.emit_object(jit._llvm().parse_assembly(optimized))
 lap("code generation")

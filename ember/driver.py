@@ -14,7 +14,7 @@ read back (``ember-opt``, :func:`ember.parse`):
 ``kernel``        every (fused) graph op a ``graph.call_kernel`` of a kernel function
 ``plan``          the workspace plan of the program (``plan-memory``), in the IR
 ``llvm-dialect``  the program's one native entry and its kernels as xDSL ``llvm`` ops
-``llvm-ir``       LLVM IR text, optimised at O3 for the target's CPU
+``llvm-ir``       LLVM IR text, optimised (O2) for the target's CPU
 ``asm``           the target's assembly
 ================  ==============================================================
 
@@ -154,7 +154,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("kernel", "every graph op a call of a kernel (lower-graph-to-kernel)", _kernel),
     Stage("plan", "the workspace memory plan of the program (plan-memory)", _plan),
     Stage("llvm-dialect", "the native entry and the kernels as llvm ops", _llvm_dialect),
-    Stage("llvm-ir", "LLVM IR optimised at O3 for the target", _llvm_ir),
+    Stage("llvm-ir", "LLVM IR optimised (O2) for the target", _llvm_ir),
     Stage("asm", "the target's assembly", _asm),
 )
 """The stages in the order they run."""

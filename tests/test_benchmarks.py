@@ -436,7 +436,7 @@ def test_compile_time_script_prints_every_stage(capsys) -> None:
         "llvm-dialect lowering",
         "pack constants",
         "translate to LLVM IR",
-        "LLVM O3",
+        "LLVM O2",
         "code generation",
         "link (MCJIT)",
         "sum of stages",

@@ -396,3 +396,31 @@ def test_a_grouped_nest_is_recognised_by_its_channel_index() -> None:
     assert text.count("arith.divsi %voc_1") == 1
     other = ember.parse(text.replace("arith.divsi %voc_1", "arith.remsi %voc_1"))
     assert str(apply_passes(other, "kernel-tensorize{vector-bits=256}")) == str(other)
+
+
+def test_reduction_kinds_unroll_the_innermost_loops_within_the_budget() -> None:
+    """A 3×3 window over a 4×16 tile is unrolled whole, over 5×16 only
+    along its row; a 7×7 window along its row; the channel loop never."""
+    budget = mk.UNROLL_BUDGET
+    assert mk.reduction_kinds([3, 3, 3], 64) == ["serial", "unrolled", "unrolled"]
+    assert mk.reduction_kinds([16, 3, 3], 80) == ["serial", "serial", "unrolled"]
+    assert mk.reduction_kinds([3, 7, 7], 64) == ["serial", "serial", "unrolled"]
+    assert mk.reduction_kinds([512], 64) == ["serial"]
+    assert mk.reduction_kinds([2], 8) == ["unrolled"]
+    assert mk.reduction_kinds([], 64) == []
+    assert mk.reduction_kinds([3], budget + 1) == ["serial"]
+
+
+@given(
+    st.lists(st.integers(1, 20), max_size=4),
+    st.integers(1, mk.UNROLL_BUDGET),
+)
+@settings(max_examples=60, deadline=None)
+def test_reduction_kinds_are_a_suffix_as_long_as_the_budget_allows(extents, tile) -> None:
+    kinds = mk.reduction_kinds(extents, tile)
+    unrolled = kinds.count("unrolled")
+    assert kinds == ["serial"] * (len(extents) - unrolled) + ["unrolled"] * unrolled
+    inner = tile * int(np.prod(extents[len(extents) - unrolled :]))
+    assert inner <= mk.UNROLL_BUDGET
+    if unrolled < len(extents):  # the next loop out would go over
+        assert inner * extents[len(extents) - unrolled - 1] > mk.UNROLL_BUDGET

@@ -437,3 +437,42 @@ def test_ops_made_directly_are_the_ops_their_constructors_make() -> None:
         block.add_ops([constructed, made])
         assert str(made) == str(constructed)
         made.verify()
+
+
+def test_an_unrolled_loop_is_unrolled_fully_by_llvm() -> None:
+    """A kernel loop of kind ``unrolled`` marks its latch, ember's printer
+    writes ``llvm.loop.unroll.full`` for it, and LLVM unrolls it whole (a
+    loop of 400 ``exp``s, which LLVM otherwise vectorises and keeps a
+    loop); the other loops' latches carry nothing."""
+    from xdsl.dialects import llvm
+
+    from ember.backends.cpu import optimize, translate
+    from ember.backends.llvm_text import UNROLL_ATTRIBUTE
+
+    def kernel(kind: str) -> str:
+        return f"""
+        func.func @exps(%x: memref<400xf32>, %y: memref<400xf32>) attributes {{kernel.kernel}} {{
+          kernel.for %i = 0 to 400 {kind} {{
+            kernel.block "e" (%vi = spatial %i) {{
+              %a = memref.load %x[%vi] : memref<400xf32>
+              %e = math.exp %a : f32
+              memref.store %e, %y[%vi] : memref<400xf32>
+            }}
+          }}
+          func.return
+        }}"""
+
+    shapes = {}
+    for kind in ("", "unrolled"):
+        module = ember.parse(kernel(kind))
+        lower_kernels_to_llvm(module)
+        marks = [op for op in module.walk() if UNROLL_ATTRIBUTE in op.attributes]
+        assert [type(op) for op in marks] == ([llvm.CondBrOp] if kind else [])
+        text = optimize(translate(module))
+        shapes[kind] = (len(re.findall(r"call .*@llvm\.exp", text)), "phi i64" in text)
+        jit = compile_llvm(module)
+        x, y = _random((400,)), np.empty(400, np.float32)
+        jit.run("exps", x, y)
+        np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
+    assert shapes["unrolled"] == (400, False)
+    assert shapes[""][0] < 400 and shapes[""][1]  # a loop of vectors

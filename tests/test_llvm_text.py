@@ -29,7 +29,7 @@ from xdsl.ir import Block, Region
 
 from ember import driver
 from ember.backends.cpu import _xdsl_translate, emit_ir_object, translate
-from ember.backends.llvm_text import Unsupported, module_text
+from ember.backends.llvm_text import UNROLL_ATTRIBUTE, Printer, Unsupported, module_text
 from ember.compiler import CompileOptions
 from ember.runtime.jit import _shared_target_machine
 from ember.target import Target
@@ -45,6 +45,10 @@ def _both_texts(module: ModuleOp) -> tuple[str, str]:
 
 
 def _same_object(module: ModuleOp) -> None:
+    # xDSL's translator has no loop metadata: compared without the
+    # ``unrolled`` loops' marks (what they add is tested below).
+    for op in module.walk():
+        op.attributes.pop(UNROLL_ATTRIBUTE, None)
     mine, theirs = _both_texts(module)
     assert emit_ir_object(mine, TARGET)[1] == emit_ir_object(theirs, TARGET)[1]
 
@@ -202,3 +206,71 @@ def test_a_malformed_passthrough_entry_is_named():
     function.passthrough = ArrayAttr([IntegerAttr(3, i64)])
     with pytest.raises(RuntimeFailure, match=r'passthrough entry .*3.* must be "key" or \["key", "value"\]'):
         translate(ModuleOp([function]), TARGET)
+
+
+def _counting_loop(name: str, unroll: str | None, trips: int = 8) -> llvm.FuncOp:
+    """``void name()``: ``tick(i)`` for i in 0..trips, a loop whose latch
+    carries ``ember.unroll = unroll`` (none if None)."""
+
+    def body(entry: Block) -> list:
+        loop = Block(arg_types=[i64])
+        done = Block()
+        zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+        one = llvm.ConstantOp(IntegerAttr(1, i64), i64)
+        bound = llvm.ConstantOp(IntegerAttr(trips, i64), i64)
+        tick = llvm.CallOp("tick", loop.args[0])
+        following = llvm.AddOp(loop.args[0], one.result)
+        more = llvm.ICmpOp(following.res, bound.result, IntegerAttr(2, i64))  # slt
+        latch = llvm.CondBrOp(more.res, loop, [following.res], done, [])
+        if unroll is not None:
+            latch.attributes[UNROLL_ATTRIBUTE] = StringAttr(unroll)
+        loop.add_ops([tick, following, more, latch])
+        done.add_op(llvm.ReturnOp())
+        region = entry.parent
+        assert region is not None
+        region.add_block(loop)
+        region.add_block(done)
+        return [zero, one, bound, llvm.BrOp(loop, zero.result)]
+
+    return _function(name, llvm.LLVMVoidType(), body)
+
+
+def _tick() -> llvm.FuncOp:
+    return llvm.FuncOp(
+        "tick", llvm.LLVMFunctionType([i64]), linkage=llvm.LinkageAttr("external")
+    )
+
+
+def test_an_unrolled_loops_latch_carries_full_unroll_metadata():
+    """Each marked latch gets a distinct loop node of its own, numbered
+    apart across the printer's symbols; functions that differ only in
+    those numbers have the same body (they merge)."""
+    printer = Printer()
+    first, second = (printer.symbol(_counting_loop(n, "full")) for n in ("first", "second"))
+    assert ", !llvm.loop !0" in first.text and ", !llvm.loop !2" in second.text
+    assert first.metadata == ("!0 = distinct !{!0, !1}", '!1 = !{!"llvm.loop.unroll.full"}')
+    assert second.metadata[0] == "!2 = distinct !{!2, !3}"
+    assert first.body() == second.body()
+    assert first.body() != printer.symbol(_counting_loop("third", None)).body()
+
+
+def test_llvm_unrolls_a_marked_loop_fully():
+    """A loop of 200 calls: LLVM's pipeline keeps it a loop, and unrolls
+    it into 200 calls when its latch is marked."""
+    from ember.backends.cpu import optimize
+
+    machine = _shared_target_machine(TARGET)
+    calls = {}
+    for unroll in (None, "full"):
+        module = ModuleOp([_tick(), _counting_loop("ticks", unroll, trips=200)])
+        text = optimize(module_text(module, machine.triple, str(machine.target_data)), TARGET)
+        calls[unroll] = (text.count("call void @tick("), "phi i64" in text)
+    assert calls == {None: (1, True), "full": (200, False)}
+
+
+def test_an_unknown_unroll_request_goes_to_xdsls_translator():
+    module = ModuleOp([_tick(), _counting_loop("odd", "twice")])
+    machine = _shared_target_machine(TARGET)
+    with pytest.raises(Unsupported, match="ember.unroll"):
+        module_text(module, machine.triple, str(machine.target_data))
+    assert "!llvm.loop" not in translate(module, TARGET)

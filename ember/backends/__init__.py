@@ -3,7 +3,7 @@
 ========  ====================  =========================================
 kind      module                compiles a graph program to
 ========  ====================  =========================================
-``llvm``  :mod:`.cpu`           native object code for a CPU (LLVM, O3)
+``llvm``  :mod:`.cpu`           native object code for a CPU (LLVM, O2)
 ``interp`` :mod:`.interp`       nothing: the graph IR, run by the
                                 reference interpreter
 ``cuda``  :mod:`.cuda`          CUDA C for NVIDIA GPUs (NVRTC: PTX,

@@ -2,7 +2,7 @@
 
 ``Backend`` interface (:mod:`ember.backends`): :meth:`CpuBackend.compile`
 runs the stages of :mod:`ember.compiler` (params bound as constants, graph
-passes, kernels, the program as one native entry, LLVM IR optimised at O3
+passes, kernels, the program as one native entry, LLVM IR optimised (O2)
 for the target's CPU) and returns an :class:`~ember.runtime.module.Artifact`
 whose code is a :class:`~ember.runtime.cpu.NativeCode`: the object file,
 its IR, the frame layout and the packed constants.  From the kernel
@@ -59,10 +59,11 @@ from ember.errors import RuntimeFailure
 from ember.runtime.cpu import LLVMModule, NativeCode, pack_constants
 from ember.runtime.jit import JitModule, _llvm, _shared_target_machine, load_native
 from ember.runtime.module import Artifact, FunctionSignature, extern_function_names
-from ember.target import OPT_LEVEL, Target, with_string_attributes
+from ember.target import Target, with_string_attributes
 
 __all__ = [
     "INLINE_THRESHOLD",
+    "PIPELINE_LEVEL",
     "RELEASE_BYTES",
     "CpuBackend",
     "compile_kernels",
@@ -269,7 +270,24 @@ never in an inner loop.  O3 inlined a loop body into both callers and then
 vectorised and unrolled it three times over; now each kernel loop is
 optimised once, into the same machine code as before (ResNet-18: the
 outlined bodies' optimised IR is identical, the callers call them), and
-LLVM's O3 plus code generation take ~0.4 s less CPU."""
+LLVM's pipeline plus code generation take ~0.4 s less CPU."""
+
+
+PIPELINE_LEVEL = 2
+"""The level of LLVM's IR pipeline: O2 (code generation stays at
+:data:`ember.target.OPT_LEVEL`, 3).
+
+The loops a micro-kernel needs unrolled, the schedule marks ``unrolled``
+(:func:`ember.lowering.microkernels.reduction_kinds`), and LLVM unrolls
+them fully at any level (``llvm.loop.unroll.full``).  What O3 adds to
+that is a larger unrolling budget for every other loop (epilogues,
+padding copies: up to four copies of each) and non-trivial unswitching,
+which doubled the optimised code of ResNet-18's largest loop bodies
+(1071 lines → 583) for no speed: the same output bits and inner loops on
+the five benchmark workloads, the same latency within noise, and LLVM a
+fifth less CPU (ResNet-18, each function apart: 2.1–2.5 s → 1.6–2.0 s).
+Without the marks, O2 left the 7×7 stem convolution's window loop rolled
+(16% slower) and the 3×3 stride-2 ones' row loop (7%)."""
 
 
 def pipeline_tuning() -> Any:
@@ -277,15 +295,8 @@ def pipeline_tuning() -> Any:
     SLP vectorisation, unrolling and interleaving on (ember's register
     tiles are loops that LLVM vectorises and unrolls fully: without
     unrolling ResNet-18 runs 2.8x slower), inlining at
-    :data:`INLINE_THRESHOLD`.
-
-    O2 takes LLVM a third less time on ResNet-18 (its IR pipeline 0.9 s
-    instead of 1.5 s), but O3's larger unrolling budget unrolls the
-    window loops and epilogues of the direct convolutions further, and
-    at O2 those ran 5 to 16% slower (the stem, the stride-2 and the
-    512-channel layers; the network 2% slower): O3 stays until the
-    schedule can ask LLVM for that unrolling itself (loop metadata)."""
-    tuning = _llvm().create_pipeline_tuning_options(speed_level=OPT_LEVEL)
+    :data:`INLINE_THRESHOLD`, at :data:`PIPELINE_LEVEL`."""
+    tuning = _llvm().create_pipeline_tuning_options(speed_level=PIPELINE_LEVEL)
     tuning.loop_vectorization = True
     tuning.slp_vectorization = True
     tuning.loop_unrolling = True
@@ -295,7 +306,7 @@ def pipeline_tuning() -> Any:
 
 
 def optimize(llvm_ir: str, target: Target = Target()) -> str:
-    """LLVM IR text → O3-optimised IR text for ``target``'s CPU
+    """LLVM IR text → IR text optimised for ``target``'s CPU
     (:func:`pipeline_tuning`)."""
     with _private_module(llvm_ir) as parsed:
         parsed.verify()
@@ -438,13 +449,7 @@ def _program_texts(
 ) -> Iterator[tuple[str, tuple[str, ...]]]:
     """The LLVM IR texts of :func:`emit_program_object`'s parts, made as
     they are asked for."""
-    from ember.backends.llvm_text import (
-        Printer,
-        Symbol,
-        Unsupported,
-        assemble,
-        global_name,
-    )
+    from ember.backends.llvm_text import Printer, Symbol, Unsupported, assemble
     from ember.compiler import kernel_lowering_options
     from ember.lowering.kernel_to_llvm import KernelLowering, set_function_vector_width
     from ember.lowering.merge_functions import rename_symbols
@@ -480,9 +485,7 @@ def _program_texts(
                 rename_symbols(function, renames)
                 set_function_vector_width(function, options.target.vector_bits)
                 symbol = printer.symbol(function)
-                first = first_of.setdefault(
-                    symbol.text.replace(f"{global_name(symbol.name)}(", "@(", 1), symbol.name
-                )
+                first = first_of.setdefault(symbol.body(), symbol.name)
                 if first != symbol.name:
                     renames[symbol.name] = first
                     continue

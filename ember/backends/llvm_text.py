@@ -19,6 +19,11 @@ text in one walk (0.12 s), with the meaning xDSL's translator gives them
 * a function's ``passthrough`` entries are its attributes, as MLIR reads
   them: a bare name LLVM knows (``"optsize"``) is that attribute, any other
   entry a string attribute (``"prefer-vector-width"="512"``);
+* a branch carrying ``ember.unroll = "full"`` (the latch of a kernel
+  loop of kind ``unrolled``) is the latch of a loop LLVM unrolls fully:
+  ``br …, !llvm.loop !N``, ``!N`` a distinct node holding
+  ``!{!"llvm.loop.unroll.full"}``, numbered across the printer's symbols
+  (xDSL's translator drops the attribute);
 * functions are external whatever their ``linkage`` says (xDSL's
   ``llvm.func`` is ``internal`` unless told otherwise, and its translator
   ignores linkage: a function built without one must still be found);
@@ -32,6 +37,7 @@ whole module: the fast path never changes what a module means.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -65,6 +71,12 @@ __all__ = [
     "module_text",
     "passthrough_entries",
 ]
+
+_LOOP_NODE = re.compile(r"!llvm\.loop !\d+")
+
+UNROLL_ATTRIBUTE = "ember.unroll"
+"""On an ``llvm.br`` or ``llvm.cond_br``: ``"full"`` makes it the latch of
+a loop LLVM unrolls fully (``llvm.loop.unroll.full``)."""
 
 KNOWN_FUNCTION_ATTRIBUTES = frozenset(
     "alwaysinline builtin cold convergent hot inlinehint jumptable minsize naked "
@@ -117,6 +129,15 @@ class Symbol:
     """The declarations of the intrinsics it calls."""
     size: int
     """Its ops."""
+    metadata: tuple[str, ...] = ()
+    """The metadata nodes its text refers to (its loops'), numbered
+    apart from every other symbol's of the same :class:`Printer`."""
+
+    def body(self) -> str:
+        """Its text without its name and its metadata numbers: equal for
+        two functions that differ in nothing else."""
+        text = self.text.replace(f"{global_name(self.name)}(", "@(", 1)
+        return _LOOP_NODE.sub("!llvm.loop", text) if self.metadata else text
 
 
 def module_text(module: ModuleOp, triple: str, data_layout: str) -> str:
@@ -151,6 +172,7 @@ def assemble(
             *declarations,
             *(symbol.text for symbol in symbols),
             *intrinsics,
+            *(line for symbol in symbols for line in symbol.metadata),
             "",
         ]
     )
@@ -161,6 +183,8 @@ class Printer:
 
     def __init__(self) -> None:
         self.types: dict[Attribute, str] = {}
+        self.metadata_nodes = 0
+        """Metadata nodes numbered so far (each symbol's are its own)."""
 
     def symbol(self, op: Operation) -> Symbol:
         if isinstance(op, llvm.GlobalOp):
@@ -187,6 +211,7 @@ class Printer:
             frozenset(function.references),
             tuple(function.intrinsics.values()),
             function.size,
+            tuple(function.metadata),
         )
 
     # -- types and constants -------------------------------------------------
@@ -281,6 +306,23 @@ class _FunctionPrinter:
         self.intrinsics: dict[str, str] = {}
         """Name → declaration of each intrinsic the ops call."""
         self.size = 0
+        self.metadata: list[str] = []
+
+    def loop_metadata(self, op: Operation) -> str:
+        """``, !llvm.loop !N`` for a branch that is a loop's latch with
+        loop properties (:data:`UNROLL_ATTRIBUTE`), else nothing."""
+        unroll = op.attributes.get(UNROLL_ATTRIBUTE)
+        if unroll is None:
+            return ""
+        if unroll != StringAttr("full"):
+            raise Unsupported(f"{UNROLL_ATTRIBUTE} = {unroll}")
+        loop = self.printer.metadata_nodes
+        self.printer.metadata_nodes += 2
+        self.metadata += [
+            f"!{loop} = distinct !{{!{loop}, !{loop + 1}}}",
+            f'!{loop + 1} = !{{!"llvm.loop.unroll.full"}}',
+        ]
+        return f", !llvm.loop !{loop}"
 
     def intrinsic(self, name: str, result: str, args: list[str]) -> None:
         if name not in self.intrinsics:
@@ -682,14 +724,14 @@ _INLINE = frozenset({llvm.ConstantOp, llvm.AddressOfOp, llvm.ZeroOp, llvm.UndefO
 
 @_handles(llvm.BrOp)
 def _br(p: _FunctionPrinter, op: llvm.BrOp) -> str:
-    return f"br label %{p.labels[op.successor]}"
+    return f"br label %{p.labels[op.successor]}{p.loop_metadata(op)}"
 
 
 @_handles(llvm.CondBrOp)
 def _cond_br(p: _FunctionPrinter, op: llvm.CondBrOp) -> str:
     return (
         f"br {p.typed(op.cond)}, label %{p.labels[op.then_block]}, "
-        f"label %{p.labels[op.else_block]}"
+        f"label %{p.labels[op.else_block]}{p.loop_metadata(op)}"
     )
 
 

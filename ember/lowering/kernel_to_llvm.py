@@ -35,8 +35,12 @@ What it relies on, and why the code LLVM gets vectorises:
   implied at return.
 
 Loop kinds ``serial``, ``vectorized`` and ``unrolled`` all become plain loops:
-LLVM's vectoriser and unroller decide (xDSL's translator cannot attach loop
-metadata).  GPU-bound loops are an error here.
+LLVM's vectoriser and unroller decide, but the latch of an ``unrolled``
+loop carries ``ember.unroll = "full"``, which ember's LLVM IR printer
+writes as the loop's ``llvm.loop.unroll.full`` metadata (LLVM unrolls it
+fully, at any optimisation level; xDSL's translator, for a module
+ember's printer does not print, drops it).  GPU-bound loops are an error
+here.
 
 A ``parallel`` loop with more than one iteration that is not nested in
 another parallel loop runs on a team of threads, as clang lowers
@@ -145,6 +149,7 @@ from ember.abi import (  # the calling convention; names kept here for old impor
     NUM_THREADS_SYMBOL,
     OPENMP_ENTRY_POINTS,
 )
+from ember.backends.llvm_text import UNROLL_ATTRIBUTE
 from ember.errors import PassError
 from ember.ir import describe_op
 from ember.lowering import MIN_PARALLEL_WORK  # re-exported; defined there for the driver
@@ -510,7 +515,10 @@ class _KernelTranslator:
             bound = self._const(op.ub, i64)
         more = self._icmp(llvm.ICmpPredicateFlag.SLT, following, bound)
         exit_block = Block()
-        self._append(llvm.CondBrOp(more, body, [following], exit_block, []))
+        latch = llvm.CondBrOp(more, body, [following], exit_block, [])
+        if op.kind.data == "unrolled":
+            latch.attributes[UNROLL_ATTRIBUTE] = StringAttr("full")
+        self._append(latch)
         self.region.add_block(exit_block)
         self.block = exit_block
 

@@ -67,6 +67,32 @@ vectorises the reduction loop around it with strided loads: 10 instead of
 30 GFLOP/s for 1×784 · 784×128 with AVX2)."""
 
 
+UNROLL_BUDGET = 640
+"""Multiply-adds one step of a micro-kernel's reduction may grow to by
+unrolling its innermost reduction loops fully (:func:`reduction_kinds`).
+A 3×3 window over a tile of 4 × 16 lanes (576) is unrolled whole, over
+5 × 16 (720) only along its row; a 7×7 window over 4 × 16, along its
+row (448).  These are the loops LLVM's O3 unrolls by its own cost
+budget; the schedule asks for them (kind ``unrolled``: LLVM's
+``llvm.loop.unroll.full``), so that the micro-kernel does not depend on
+the optimisation level, nor on how LLVM costs its body."""
+
+
+def reduction_kinds(extents: Sequence[int], tile: int) -> list[str]:
+    """The kinds of a reduction nest of ``extents`` around a micro-kernel
+    step of ``tile`` multiply-adds: innermost first, each loop
+    ``unrolled`` while the unrolled step stays within
+    :data:`UNROLL_BUDGET`, the loops outside it ``serial``."""
+    kinds = ["serial"] * len(extents)
+    size = tile
+    for k in reversed(range(len(extents))):
+        size *= extents[k]
+        if size > UNROLL_BUDGET:
+            break
+        kinds[k] = "unrolled"
+    return kinds
+
+
 def product_tile(channels: int, rows: int, target: g2k.VectorTarget) -> tuple[int, int]:
     """``(lanes, pixels)`` of a product's micro-kernel tile over ``channels``
     output channels (units): channels per panel and most pixels (rows) per
@@ -415,7 +441,7 @@ def _emit_chunk_tile(
     names = [f"{outer_name}i", *(n for n, _ in rest)]
     extents = [chunk, *(e for _, e in rest)]
     with (
-        em.nest(names, extents) as red,
+        em.nest(names, extents, reduction_kinds(extents, tile * lanes)) as red,
         em.loop("l", lanes, "vectorized") as il,
     ):
         bindings = [*carried, *((iv, REDUCE) for iv in red), (il, SPATIAL)]
@@ -488,7 +514,7 @@ def emit_register_tiles(
         names = [n for n, _ in reduction]
         extents = [e for _, e in reduction]
         with (
-            em.nest(names, extents, ["serial"] * len(extents)) as red,
+            em.nest(names, extents, reduction_kinds(extents, rows * width)) as red,
             em.loop("l", width, "vectorized") as l,
         ):
             bindings = [(it, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]

@@ -3,7 +3,7 @@
 ``ember.build(module, target="llvm", params=…)`` lands here.  Compilation is
 the backend's (:mod:`ember.backends.cpu` runs the stages of
 :mod:`ember.driver`: params bound as constants, graph passes, kernels, LLVM
-at O3 for this CPU), which hands over a :class:`NativeCode` — object file, frame layout, packed constants — that
+(O2) for this CPU), which hands over a :class:`NativeCode` — object file, frame layout, packed constants — that
 :meth:`LLVMModule.load` links with MCJIT.  Nothing here compiles.  Running
 is one native call (the calling convention of :mod:`ember.abi`):
 

@@ -45,7 +45,7 @@ func.func @fused_conv2d_add_relu(%data: memref<1x3x224x224xf32>, %weight: memref
     }
     kernel.for %ic = 0 to 3 {
       kernel.for %kh = 0 to 3 {
-        kernel.for %kw = 0 to 3 {
+        kernel.for %kw = 0 to 3 unrolled {
           kernel.for %l_1 = 0 to 32 vectorized {
             kernel.block "conv2d" (%vt_1 = spatial %t, %vic = reduce %ic, %vkh = reduce %kh, %vkw = reduce %kw, %vl_1 = spatial %l_1) {
               %15 = arith.constant 0 : index
@@ -180,7 +180,7 @@ func.func @fused_conv2d_add_relu(%data: memref<1x3x224x224xf32>, %weight: memref
     }
     kernel.for %ic_1 = 0 to 3 {
       kernel.for %kh_1 = 0 to 3 {
-        kernel.for %kw_1 = 0 to 3 {
+        kernel.for %kw_1 = 0 to 3 unrolled {
           kernel.for %l_4 = 0 to 32 vectorized {
             kernel.block "conv2d" (%vt_4 = spatial %t_1, %vic_1 = reduce %ic_1, %vkh_1 = reduce %kh_1, %vkw_1 = reduce %kw_1, %vl_4 = spatial %l_4) {
               %111 = arith.constant 0 : index

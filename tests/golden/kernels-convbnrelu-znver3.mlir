@@ -40,8 +40,8 @@ func.func @fused_conv2d_add_relu(%data: memref<1x3x224x224xf32>, %weight: memref
       }
     }
     kernel.for %ic = 0 to 3 {
-      kernel.for %kh = 0 to 3 {
-        kernel.for %kw = 0 to 3 {
+      kernel.for %kh = 0 to 3 unrolled {
+        kernel.for %kw = 0 to 3 unrolled {
           kernel.for %l_1 = 0 to 16 vectorized {
             kernel.block "conv2d" (%vt_1 = spatial %t, %vic = reduce %ic, %vkh = reduce %kh, %vkw = reduce %kw, %vl_1 = spatial %l_1) {
               %13 = arith.constant 0 : index

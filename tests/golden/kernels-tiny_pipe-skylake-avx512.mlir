@@ -59,7 +59,7 @@ func.func @fused_conv2d_add_relu_batch_flatten(%data: memref<1x3x8x8xf32>, %weig
     }
     kernel.for %ic = 0 to 3 {
       kernel.for %kh = 0 to 3 {
-        kernel.for %kw = 0 to 3 {
+        kernel.for %kw = 0 to 3 unrolled {
           kernel.for %l_1 = 0 to 16 vectorized {
             kernel.block "conv2d" (%vpt_1 = spatial %pt, %vic = reduce %ic, %vkh = reduce %kh, %vkw = reduce %kw, %vl_1 = spatial %l_1) {
               %22 = arith.constant 0 : index
@@ -453,7 +453,7 @@ func.func @fused_conv2d_add_relu_batch_flatten(%data: memref<1x3x8x8xf32>, %weig
     }
     kernel.for %ic_1 = 0 to 3 {
       kernel.for %kh_1 = 0 to 3 {
-        kernel.for %kw_1 = 0 to 3 {
+        kernel.for %kw_1 = 0 to 3 unrolled {
           kernel.for %l_4 = 0 to 16 vectorized {
             kernel.block "conv2d" (%vpt_4 = spatial %pt_1, %vic_1 = reduce %ic_1, %vkh_1 = reduce %kh_1, %vkw_1 = reduce %kw_1, %vl_4 = spatial %l_4) {
               %356 = arith.constant 0 : index

@@ -32,8 +32,10 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %v: tensor<3x3
 // micro-kernel over (panel, tile of flattened output pixels) pairs (a
 // parallel loop, but serial here: the product is too small for threads):
 // a tile of accumulators is zeroed, updated by the reduction over
-// (ic, kh, kw) with a vectorized loop over the panel's lanes innermost, and
-// stored, only the real channels, through the epilogue.
+// (ic, kh, kw) with a vectorized loop over the panel's lanes innermost (the
+// window loops unrolled: 3 × 3 steps of 8 × 8 multiply-adds fit the
+// micro-kernel's unroll budget, 3 × 2 × 3 × 3 do not), and stored, only
+// the real channels, through the epilogue.
 // CHECK-LABEL: func.func @conv2d(%data: memref<1x2x4x4xf32>, %weight: memref<3x2x3x3xf32>, %out: memref<1x3x4x4xf32>) attributes {kernel.kernel} {
 // CHECK-NEXT:    %pad = memref.alloc() : memref<1x2x6x6xf32>
 // CHECK-NEXT:    kernel.for %n = 0 to 1 {
@@ -53,8 +55,8 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %v: tensor<3x3
 // CHECK-NEXT:      kernel.for %l = 0 to 8 vectorized {
 // CHECK-NEXT:        kernel.block "conv2d_init" (%vpt = spatial %pt, %vl = spatial %l) {
 // CHECK:           kernel.for %ic = 0 to 2 {
-// CHECK-NEXT:        kernel.for %kh = 0 to 3 {
-// CHECK-NEXT:          kernel.for %kw = 0 to 3 {
+// CHECK-NEXT:        kernel.for %kh = 0 to 3 unrolled {
+// CHECK-NEXT:          kernel.for %kw = 0 to 3 unrolled {
 // CHECK-NEXT:            kernel.for %l_1 = 0 to 8 vectorized {
 // CHECK-NEXT:              kernel.block "conv2d" (%vpt_1 = spatial %pt, %vic = reduce %ic, %vkh = reduce %kh, %vkw = reduce %kw, %vl_1 = spatial %l_1) {
 // CHECK:                       %[[W:.*]] = memref.load %panels[%{{.*}}, %vic, %vkh, %vkw, %vl_1] : memref<1x2x3x3x8xf32>
