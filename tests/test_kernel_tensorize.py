@@ -286,14 +286,14 @@ def test_deep_layers_run_their_reduction_in_chunks() -> None:
     """ResNet-18's 512-channel 3×3 layer at 7×7 (295 KB panels): chunks of
     16 input channels (9 KB of panel), parallel over the 32 panels."""
     product = mk.Product(
-        "conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None  # type: ignore[arg-type]
+        "conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8  # type: ignore[arg-type]
     )
     assert mk.reduction_chunk(product) == 16
-    shallow = mk.Product("conv2d", 49, 512, (("ic", 64), ("kh", 3), ("kw", 3)), None, 16, 5, None, None)  # type: ignore[arg-type]
+    shallow = mk.Product("conv2d", 49, 512, (("ic", 64), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
     assert mk.reduction_chunk(shallow) is None  # 37 KB panels stay in L2
-    one_tile = mk.Product("dense", 1, 1000, (("k", 4096),), None, 16, 5, None, None)  # type: ignore[arg-type]
+    one_tile = mk.Product("dense", 1, 1000, (("k", 4096),), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
     assert mk.reduction_chunk(one_tile) is None  # each panel is read once
-    few = mk.Product("conv2d", 3136, 32, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None)  # type: ignore[arg-type]
+    few = mk.Product("conv2d", 3136, 32, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
     assert mk.reduction_chunk(few) is None  # 2 panels: the threads share (panel, tile) pairs
 
 
@@ -399,16 +399,20 @@ def test_a_grouped_nest_is_recognised_by_its_channel_index() -> None:
 
 
 def test_reduction_kinds_unroll_the_innermost_loops_within_the_budget() -> None:
-    """A 3×3 window over a 4×16 tile is unrolled whole, over 5×16 only
-    along its row; a 7×7 window along its row; the channel loop never."""
-    budget = mk.UNROLL_BUDGET
-    assert mk.reduction_kinds([3, 3, 3], 64) == ["serial", "unrolled", "unrolled"]
-    assert mk.reduction_kinds([16, 3, 3], 80) == ["serial", "serial", "unrolled"]
-    assert mk.reduction_kinds([3, 7, 7], 64) == ["serial", "serial", "unrolled"]
-    assert mk.reduction_kinds([512], 64) == ["serial"]
+    """AVX2: a 3×3 window over a 4 × 2-vector tile is unrolled whole, over
+    5 × 2 only along its row; a 7×7 window along its row; AVX-512's 7 × 2
+    tiles, a 3×3 window along its row; the channel loop never."""
+    avx2, avx512 = 8, 16
+    assert mk.step_fmas(4, 16, avx2) == 8 and mk.step_fmas(7, 32, avx512) == 14
+    assert mk.step_fmas(3, 20, avx2) == 9  # a partial vector is one FMA too
+    assert mk.reduction_kinds([3, 3, 3], 8) == ["serial", "unrolled", "unrolled"]
+    assert mk.reduction_kinds([16, 3, 3], 10) == ["serial", "serial", "unrolled"]
+    assert mk.reduction_kinds([3, 7, 7], 8) == ["serial", "serial", "unrolled"]
+    assert mk.reduction_kinds([64, 3, 3], 14) == ["serial", "serial", "unrolled"]
+    assert mk.reduction_kinds([512], 8) == ["serial"]
     assert mk.reduction_kinds([2], 8) == ["unrolled"]
-    assert mk.reduction_kinds([], 64) == []
-    assert mk.reduction_kinds([3], budget + 1) == ["serial"]
+    assert mk.reduction_kinds([], 8) == []
+    assert mk.reduction_kinds([3], mk.UNROLL_BUDGET + 1) == ["serial"]
 
 
 @given(
@@ -416,11 +420,11 @@ def test_reduction_kinds_unroll_the_innermost_loops_within_the_budget() -> None:
     st.integers(1, mk.UNROLL_BUDGET),
 )
 @settings(max_examples=60, deadline=None)
-def test_reduction_kinds_are_a_suffix_as_long_as_the_budget_allows(extents, tile) -> None:
-    kinds = mk.reduction_kinds(extents, tile)
+def test_reduction_kinds_are_a_suffix_as_long_as_the_budget_allows(extents, step) -> None:
+    kinds = mk.reduction_kinds(extents, step)
     unrolled = kinds.count("unrolled")
     assert kinds == ["serial"] * (len(extents) - unrolled) + ["unrolled"] * unrolled
-    inner = tile * int(np.prod(extents[len(extents) - unrolled :]))
+    inner = step * int(np.prod(extents[len(extents) - unrolled :]))
     assert inner <= mk.UNROLL_BUDGET
     if unrolled < len(extents):  # the next loop out would go over
         assert inner * extents[len(extents) - unrolled - 1] > mk.UNROLL_BUDGET

@@ -284,8 +284,10 @@ that is a larger unrolling budget for every other loop (epilogues,
 padding copies: up to four copies of each) and non-trivial unswitching,
 which doubled the optimised code of ResNet-18's largest loop bodies
 (1071 lines → 583) for no speed: the same output bits and inner loops on
-the five benchmark workloads, the same latency within noise, and LLVM a
-fifth less CPU (ResNet-18, each function apart: 2.1–2.5 s → 1.6–2.0 s).
+the five benchmark workloads (their hottest blocks compared, for znver3
+and, compiled only, skylake-avx512), the same latency within noise, and
+LLVM a fifth less CPU (ResNet-18, each function apart: 2.1–2.5 s →
+1.6–2.0 s).
 Without the marks, O2 left the 7×7 stem convolution's window loop rolled
 (16% slower) and the 3×3 stride-2 ones' row loop (7%)."""
 

@@ -109,7 +109,7 @@ def emit_row_product(
     most_rows, width = tile_shape(target)
     for row_run in mk.balanced_tiles(product.rows, most_rows):
         for column_run in _column_runs(product.columns, width):
-            _emit_tiles(em, product, row_run, column_run)
+            _emit_tiles(em, product, row_run, column_run, target.vector_lanes)
 
 
 def _emit_tiles(
@@ -117,6 +117,7 @@ def _emit_tiles(
     product: RowProduct,
     row_run: tuple[int, int, int],
     column_run: tuple[int, int, int],
+    vector_lanes: int,
 ) -> None:
     row_start, row_blocks, rows = row_run
     column_start, column_tiles, width = column_run
@@ -166,6 +167,7 @@ def _emit_tiles(
         product.reduction,
         operands,
         store,
+        vector_lanes,
     )
 
 

@@ -67,30 +67,36 @@ vectorises the reduction loop around it with strided loads: 10 instead of
 30 GFLOP/s for 1×784 · 784×128 with AVX2)."""
 
 
-UNROLL_BUDGET = 640
-"""Multiply-adds one step of a micro-kernel's reduction may grow to by
+UNROLL_BUDGET = 80
+"""Vector FMAs one step of a micro-kernel's reduction may grow to by
 unrolling its innermost reduction loops fully (:func:`reduction_kinds`).
-A 3×3 window over a tile of 4 × 16 lanes (576) is unrolled whole, over
-5 × 16 (720) only along its row; a 7×7 window over 4 × 16, along its
-row (448).  These are the loops LLVM's O3 unrolls by its own cost
-budget; the schedule asks for them (kind ``unrolled``: LLVM's
-``llvm.loop.unroll.full``), so that the micro-kernel does not depend on
-the optimisation level, nor on how LLVM costs its body."""
+With AVX2 a 3×3 window over a tile of 4 pixels × 2 vectors (72) is
+unrolled whole, over 5 × 2 (90) only along its row, a 7×7 window over
+4 × 2 along its row (56); with AVX-512's 7 × 2 tiles, a 3×3 window
+along its row (42).  These are the loops LLVM's O3 unrolled by its own
+cost budget (AVX2); the schedule asks for them (kind ``unrolled``:
+LLVM's ``llvm.loop.unroll.full``), so that the micro-kernel does not
+depend on the optimisation level, nor on how LLVM costs its body."""
 
 
-def reduction_kinds(extents: Sequence[int], tile: int) -> list[str]:
+def reduction_kinds(extents: Sequence[int], step: int) -> list[str]:
     """The kinds of a reduction nest of ``extents`` around a micro-kernel
-    step of ``tile`` multiply-adds: innermost first, each loop
-    ``unrolled`` while the unrolled step stays within
-    :data:`UNROLL_BUDGET`, the loops outside it ``serial``."""
+    step of ``step`` vector FMAs: innermost first, each loop ``unrolled``
+    while the unrolled step stays within :data:`UNROLL_BUDGET`, the loops
+    outside it ``serial``."""
     kinds = ["serial"] * len(extents)
-    size = tile
+    size = step
     for k in reversed(range(len(extents))):
         size *= extents[k]
         if size > UNROLL_BUDGET:
             break
         kinds[k] = "unrolled"
     return kinds
+
+
+def step_fmas(rows: int, width: int, vector_lanes: int) -> int:
+    """The vector FMAs of one reduction step of a ``rows × width`` tile."""
+    return rows * -(-width // vector_lanes)
 
 
 def product_tile(channels: int, rows: int, target: g2k.VectorTarget) -> tuple[int, int]:
@@ -230,6 +236,8 @@ class Product:
     """Most pixels per micro-kernel tile."""
     source: Source
     result_at: ResultAt
+    vector_lanes: int
+    """The target's vector width in elements."""
 
 
 def emit_product(em: g2k._Emitter, low: Epilogue, product: Product) -> None:
@@ -319,6 +327,7 @@ def emit_tile_nest(
         product.reduction,
         operands,
         store,
+        product.vector_lanes,
     )
 
 
@@ -441,7 +450,9 @@ def _emit_chunk_tile(
     names = [f"{outer_name}i", *(n for n, _ in rest)]
     extents = [chunk, *(e for _, e in rest)]
     with (
-        em.nest(names, extents, reduction_kinds(extents, tile * lanes)) as red,
+        em.nest(
+            names, extents, reduction_kinds(extents, step_fmas(tile, lanes, product.vector_lanes))
+        ) as red,
         em.loop("l", lanes, "vectorized") as il,
     ):
         bindings = [*carried, *((iv, REDUCE) for iv in red), (il, SPATIAL)]
@@ -490,6 +501,7 @@ def emit_register_tiles(
         [SSAValue, list[SSAValue], SSAValue], tuple[Callable[[int], SSAValue], SSAValue]
     ],
     store: Callable[[SSAValue, SSAValue], Callable[[int, SSAValue], None]],
+    vector_lanes: int,
 ) -> None:
     """The register-tile micro-kernel that conv2d/dense products and the row
     GEMM (:mod:`ember.lowering.gemm`) share: a loop ``(name, count, kind)``
@@ -499,7 +511,8 @@ def emit_register_tiles(
 
     ``operands(tile, reduction ivs, lane)`` gives (``r ↦ a(r)``, ``b``) inside
     the reduction block; ``store(tile, lane)`` gives ``(r, sum) ↦ None``
-    inside the store block."""
+    inside the store block; ``vector_lanes``, the target's, sizes what
+    of the reduction is unrolled (:func:`reduction_kinds`)."""
     loop_name, count, kind = loop
     rows, width, stored = tile
     with em.loop(loop_name, count, kind) as it:
@@ -514,7 +527,9 @@ def emit_register_tiles(
         names = [n for n, _ in reduction]
         extents = [e for _, e in reduction]
         with (
-            em.nest(names, extents, reduction_kinds(extents, rows * width)) as red,
+            em.nest(
+                names, extents, reduction_kinds(extents, step_fmas(rows, width, vector_lanes))
+            ) as red,
             em.loop("l", width, "vectorized") as l,
         ):
             bindings = [(it, SPATIAL)] + [(iv, REDUCE) for iv in red] + [(l, SPATIAL)]

@@ -457,7 +457,16 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
         return [row, unit]
 
     product = mk.Product(
-        "dense", rows, units, (("k", depth),), panels, lanes, tile, read, result_at
+        "dense",
+        rows,
+        units,
+        (("k", depth),),
+        panels,
+        lanes,
+        tile,
+        read,
+        result_at,
+        rw.target.vector_lanes,
     )
     mk.emit_product(em, _Epilogue(c), product)  # type: ignore[arg-type]
     return f"register tile {tile} rows x {lanes} units, weight packed in panels of {lanes} ({when})"
@@ -658,6 +667,7 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
         tile,
         read,
         result_at,
+        rw.target.vector_lanes,
     )
     mk.emit_product(em, epilogue, product)  # type: ignore[arg-type]
     return (
