@@ -447,7 +447,7 @@ def test_an_unrolled_loop_is_unrolled_fully_by_llvm() -> None:
     from xdsl.dialects import llvm
 
     from ember.backends.cpu import optimize, translate
-    from ember.backends.llvm_text import UNROLL_ATTRIBUTE
+    from ember.lowering.kernel_to_llvm import UNROLL_ATTRIBUTE
 
     def kernel(kind: str) -> str:
         return f"""

@@ -29,8 +29,9 @@ from xdsl.ir import Block, Region
 
 from ember import driver
 from ember.backends.cpu import _xdsl_translate, emit_ir_object, translate
-from ember.backends.llvm_text import UNROLL_ATTRIBUTE, Printer, Unsupported, module_text
+from ember.backends.llvm_text import Printer, Unsupported, module_text
 from ember.compiler import CompileOptions
+from ember.lowering.kernel_to_llvm import UNROLL_ATTRIBUTE
 from ember.runtime.jit import _shared_target_machine
 from ember.target import Target
 from ember.testing import workloads

@@ -61,6 +61,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from ember.lowering.kernel_to_llvm import UNROLL_ATTRIBUTE
+
 __all__ = [
     "Printer",
     "Symbol",
@@ -73,10 +75,6 @@ __all__ = [
 ]
 
 _LOOP_NODE = re.compile(r"!llvm\.loop !\d+")
-
-UNROLL_ATTRIBUTE = "ember.unroll"
-"""On an ``llvm.br`` or ``llvm.cond_br``: ``"full"`` makes it the latch of
-a loop LLVM unrolls fully (``llvm.loop.unroll.full``)."""
 
 KNOWN_FUNCTION_ATTRIBUTES = frozenset(
     "alwaysinline builtin cold convergent hot inlinehint jumptable minsize naked "

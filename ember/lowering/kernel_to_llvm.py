@@ -149,7 +149,6 @@ from ember.abi import (  # the calling convention; names kept here for old impor
     NUM_THREADS_SYMBOL,
     OPENMP_ENTRY_POINTS,
 )
-from ember.backends.llvm_text import UNROLL_ATTRIBUTE
 from ember.errors import PassError
 from ember.ir import describe_op
 from ember.lowering import MIN_PARALLEL_WORK  # re-exported; defined there for the driver
@@ -240,6 +239,11 @@ def _indirect_call(callee: SSAValue, args: Sequence[SSAValue]) -> Operation:
         },
     )
 
+
+UNROLL_ATTRIBUTE = "ember.unroll"
+"""On an ``llvm.br`` or ``llvm.cond_br``: ``"full"`` makes it the latch of
+a loop LLVM unrolls fully (an ``unrolled`` kernel loop's; ember's LLVM IR
+printer writes it as ``llvm.loop.unroll.full`` metadata)."""
 
 LOOP_SLOT_TYPES = (PTR, i64, i64, i64)
 """The data of a parallel loop's workers ends in these slots: the body's

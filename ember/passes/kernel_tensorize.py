@@ -456,17 +456,9 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
     def result_at(em: g2k._Emitter, unit: SSAValue, row: SSAValue) -> list[SSAValue]:
         return [row, unit]
 
+    vector_lanes = rw.target.vector_lanes
     product = mk.Product(
-        "dense",
-        rows,
-        units,
-        (("k", depth),),
-        panels,
-        lanes,
-        tile,
-        read,
-        result_at,
-        rw.target.vector_lanes,
+        "dense", rows, units, (("k", depth),), panels, lanes, tile, read, result_at, vector_lanes
     )
     mk.emit_product(em, _Epilogue(c), product)  # type: ignore[arg-type]
     return f"register tile {tile} rows x {lanes} units, weight packed in panels of {lanes} ({when})"
