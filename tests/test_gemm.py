@@ -75,8 +75,9 @@ def _run(
 def _kernel_of(text: str, params: dict[str, np.ndarray]) -> FuncOp:
     module = ember.parse(text)
     bind_params_in_place(module, params, "main")
-    LowerGraphToKernelPass().apply(Context(), module)
-    KernelTensorizePass().apply(Context(), module)
+    # AVX2's 8 lanes, whatever this host has: the panel widths below are 2 x 8.
+    LowerGraphToKernelPass(vector_bits=256).apply(Context(), module)
+    KernelTensorizePass(vector_bits=256).apply(Context(), module)
     return next(op for op in module.ops if is_kernel(op))
 
 
