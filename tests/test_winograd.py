@@ -292,11 +292,25 @@ func.func @main(%x: {x}, %w: {w}) -> {y} {{
     assert _transform(_conv_op(text), VectorTarget(256)) is None  # off by default
 
 
-@pytest.mark.parametrize("bits,chosen", [(256, False), (128, True)])
-def test_a_plane_of_fewer_than_two_micro_kernel_tiles_stays_direct(bits: int, chosen: bool) -> None:
-    """A 7×7 output is 16 2×2 tiles: one micro-kernel tile of columns with
-    AVX2 (direct), two with 128-bit vectors (Winograd)."""
-    x, w = "tensor<1x64x7x7xf32>", "tensor<64x64x3x3xf32>"
+@pytest.mark.parametrize(
+    "size,bits,chosen",
+    [
+        (7, 256, False),  # 16 2x2 tiles: one micro-kernel tile of AVX2's 16 columns
+        (7, 128, True),  # two of 8 columns
+        (8, 256, False),  # 16 tiles again
+        (9, 256, True),  # 25 tiles in two: 78% of the columns used
+        (7, 512, False),  # AVX-512's 32 columns: half of one tile
+        (12, 512, False),  # 36 tiles in two: 56% used
+        (14, 512, True),  # 49 in two: 77% (resnet18's 256-channel layers)
+    ],
+)
+def test_a_plane_of_fewer_than_one_and_a_half_micro_kernel_tiles_stays_direct(
+    size: int, bits: int, chosen: bool
+) -> None:
+    """Winograd's products run over whole micro-kernel tiles of 2×2 output
+    tiles: a plane of fewer than 1.5 tiles' columns wastes over a quarter of
+    them (or runs as one tile) and stays direct."""
+    x, w = f"tensor<1x64x{size}x{size}xf32>", "tensor<64x64x3x3xf32>"
     text = f"""
 func.func @main(%x: {x}, %w: {w}) -> {x} {{
   %0 = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : ({x}, {w}) -> {x}
