@@ -476,3 +476,103 @@ def test_an_unrolled_loop_is_unrolled_fully_by_llvm() -> None:
         np.testing.assert_allclose(y, np.exp(x), rtol=1e-6)
     assert shapes["unrolled"] == (400, False)
     assert shapes[""][0] < 400 and shapes[""][1]  # a loop of vectors
+
+
+def _two_kernels(first_scale: str, second_scale: str, epilogue: str = "") -> str:
+    """Kernels @a and @b: the same parallel loop ``y = x * scale`` (with
+    the scales given) — @b also adds 1 to ``y[0]`` after it."""
+
+    def kernel(name: str, scale: str, after: str) -> str:
+        return f"""
+        func.func @{name}(%x: memref<64x64xf32>, %y: memref<64x64xf32>) attributes {{kernel.kernel}} {{
+          %s = arith.constant {scale} : f32
+          kernel.for %i = 0 to 64 parallel {{
+            kernel.for %j = 0 to 64 vectorized {{
+              kernel.block "scale" (%vi = spatial %i, %vj = spatial %j) {{
+                %a = memref.load %x[%vi, %vj] : memref<64x64xf32>
+                %b = arith.mulf %a, %s : f32
+                memref.store %b, %y[%vi, %vj] : memref<64x64xf32>
+              }}
+            }}
+          }}
+          {after}
+          func.return
+        }}"""
+
+    bump = """
+          kernel.block "bump" () {
+            %c0 = arith.constant 0 : index
+            %one = arith.constant 1.0 : f32
+            %v = memref.load %y[%c0, %c0] : memref<64x64xf32>
+            %w = arith.addf %v, %one : f32
+            memref.store %w, %y[%c0, %c0] : memref<64x64xf32>
+          }"""
+    return kernel("a", first_scale, "") + kernel("b", second_scale, epilogue or bump)
+
+
+def _bodies(module: ModuleOp) -> dict[str, list[str]]:
+    """Each defined function → the outlined bodies it calls or takes the address of."""
+    from xdsl.dialects import llvm
+
+    def symbol(op: llvm.Operation) -> str:
+        if isinstance(op, llvm.CallOp) and op.callee is not None:
+            return op.callee.string_value()
+        return op.global_name.string_value() if isinstance(op, llvm.AddressOfOp) else ""
+
+    return {
+        op.sym_name.data: [symbol(inner) for inner in op.walk() if "_body" in symbol(inner)]
+        for op in module.ops
+        if isinstance(op, llvm.FuncOp) and op.body.blocks
+    }
+
+
+def test_a_parallel_loop_like_an_earlier_one_reuses_its_outlined_body() -> None:
+    """@b's loop is @a's but for the names: @b calls @a's body, outlined
+    once (resnet18's Winograd layers share their transforms and products
+    this way); the results are each kernel's own."""
+    module = ember.parse(_two_kernels("2.0", "2.0"))
+    lower_kernels_to_llvm(module)
+    bodies = _bodies(module)
+    assert set(bodies["b"]) == {"a__parallel0_body"}
+    assert "b__parallel0_body" not in bodies
+    jit = compile_llvm(module)
+    x = _random((64, 64), 3)
+    for name, bump in (("a", 0.0), ("b", 1.0)):
+        y = np.empty((64, 64), np.float32)
+        jit.run(name, x, y)
+        want = x * 2
+        want[0, 0] += bump
+        np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("second", ["3.0", "-0.0"])
+def test_loops_that_differ_in_a_captured_constant_keep_their_own_bodies(second: str) -> None:
+    """A constant from outside the loop is part of it: 2.0 against 3.0,
+    and 0.0 against -0.0 (equal as floats, not as IEEE values)."""
+    first = "0.0" if second == "-0.0" else "2.0"
+    module = ember.parse(_two_kernels(first, second))
+    lower_kernels_to_llvm(module)
+    assert set(_bodies(module)["b"]) == {"b__parallel0_body"}
+    x = np.full((64, 64), -1.0, np.float32)
+    y = np.empty((64, 64), np.float32)
+    compile_llvm(module).run("b", x, y)
+    want = x * np.float32(float(second))
+    want[0, 0] += 1
+    np.testing.assert_array_equal(y, want)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(want))  # -1 * -0.0 is +0.0
+
+
+def test_bounds_checked_and_cold_loops_keep_their_own_bodies() -> None:
+    """A bounds-checked body names its kernel in its errors, and a cold
+    kernel's body is compiled for size: neither is shared."""
+    module = ember.parse(_two_kernels("2.0", "2.0"))
+    lower_kernels_to_llvm(module, bounds_check=True)
+    assert set(_bodies(module)["b"]) == {"b__parallel0_body"}
+
+    from ember.lowering.kernel_to_llvm import KernelLowering
+
+    module = ember.parse(_two_kernels("2.0", "2.0"))
+    lowering = KernelLowering(module, cold_work_fraction=0.5)
+    lowering.works["a"] = 1  # @a cold, @b hot
+    lowered = {kernel.sym_name.data: functions for kernel, functions in lowering}
+    assert [f.sym_name.data for f in lowered["b"]] == ["b", "b__parallel0_body"]

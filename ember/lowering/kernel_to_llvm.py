@@ -100,7 +100,7 @@ for 16 lanes as 8-lane code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 import math
 from dataclasses import dataclass, field
 from math import prod
@@ -309,6 +309,15 @@ class _ModuleDeclarations:
     """Global name → text naming one checked access (kernel, buffer, index)."""
     unproven: dict[str, dict[Operation, tuple[int, ...]]] = field(default_factory=dict)
     """Kernel name → the dimensions of each of its accesses to check."""
+    bodies: dict[Hashable, str] = field(default_factory=dict)
+    """A parallel loop's :func:`loop_structure` (with its capture types and
+    whether its kernel is cold) → the body outlined for the first such loop:
+    a later one, in any kernel, calls that body instead of lowering its own
+    (resnet18: the Winograd input transforms and products of a layer shared
+    by two kernels that differ in their epilogue, a fifth of its llvm ops)."""
+    cold: bool = False
+    """The kernel being lowered is cold (:class:`KernelLowering`): its bodies
+    are marked ``optsize``, so a hot kernel does not call them."""
 
     def unproven_in(self, kernel: func.FuncOp) -> dict[Operation, tuple[int, ...]]:
         """The access dimensions of ``kernel`` to test at run time (none
@@ -569,8 +578,7 @@ class _KernelTranslator:
         name = f"{self.kernel.sym_name.data}__parallel{self.parallel_loops}"
         self.parallel_loops += 1
         capture_types = [self._operand(v).type for v in captured]
-        body = self._outline_body(op, captured, capture_types, f"{name}_body")
-        self.declarations.outlined.append(body)
+        body_name = self._body_for(op, captured, capture_types, f"{name}_body")
         entry_name = self.declarations.workers.setdefault(tuple(capture_types), name)
         if entry_name == name:
             self.declarations.outlined.append(self._outline_worker(capture_types, name))
@@ -588,7 +596,7 @@ class _KernelTranslator:
 
         self.region.add_block(fork)
         self.block = fork
-        body_address = self._emit(llvm.AddressOfOp(body.sym_name.data, PTR))
+        body_address = self._emit(llvm.AddressOfOp(body_name, PTR))
         data = self._pack_captures(
             [self._operand(v) for v in captured],
             [body_address, count, self._const(op.lb, i64), self._const(op.step_value, i64)],
@@ -607,14 +615,35 @@ class _KernelTranslator:
         self.block = inline
         whole_range = [self._const(op.lb, i64), self._const(op.ub, i64)]
         self._append(
-            llvm.CallOp(
-                body.sym_name.data, *(self._operand(v) for v in captured), *whole_range
-            )
+            llvm.CallOp(body_name, *(self._operand(v) for v in captured), *whole_range)
         )
         self._append(llvm.BrOp(after))
 
         self.region.add_block(after)
         self.block = after
+
+    def _body_for(
+        self,
+        op: ForOp,
+        captured: Sequence[SSAValue],
+        capture_types: Sequence[Attribute],
+        name: str,
+    ) -> str:
+        """The name of the function that runs a chunk of parallel loop
+        ``op``: one outlined for a loop of the same structure before
+        (:attr:`_ModuleDeclarations.bodies`), else ``name``, outlined now.
+        Bounds-checked bodies name their kernel in their errors: never shared."""
+        declarations = self.declarations
+        if declarations.bounds_check:
+            key = None
+        else:
+            key = (loop_structure(op, captured), tuple(capture_types), declarations.cold)
+            if key in declarations.bodies:
+                return declarations.bodies[key]
+        declarations.outlined.append(self._outline_body(op, captured, capture_types, name))
+        if key is not None:
+            declarations.bodies[key] = name
+        return name
 
     def _pack_captures(
         self, captured: Sequence[SSAValue], loop: Sequence[SSAValue]
@@ -1055,6 +1084,49 @@ def _captured_values(loop: ForOp) -> list[SSAValue]:
     return list(captured)
 
 
+def loop_structure(loop: ForOp, captured: Sequence[SSAValue]) -> tuple[Hashable, ...]:
+    """``loop`` as a value equal for two loops exactly when their bodies
+    lower to the same function: each op's name, properties, attributes and
+    result types, with its operands numbered (the ``captured`` values by
+    position, values made inside in order, constants from outside by value),
+    and each block's argument types.  Names (``name_hint``) are left out;
+    attributes compare as xDSL defines (``-0.0`` is not ``0.0``)."""
+    numbers: dict[SSAValue, int] = {value: n for n, value in enumerate(captured)}
+    items: list[Hashable] = []
+
+    def operand(value: SSAValue) -> Hashable:
+        number = numbers.get(value)
+        if number is not None:
+            return number
+        owner = value.owner
+        assert isinstance(owner, arith.ConstantOp)  # the rest is captured
+        return (owner.value, value.type)
+
+    def visit(op: Operation) -> None:
+        items.append(
+            (
+                op.name,
+                tuple(operand(value) for value in op.operands),
+                tuple(result.type for result in op.results),
+                tuple(sorted(op.properties.items())),
+                tuple(sorted(op.attributes.items())),
+            )
+        )
+        for result in op.results:
+            numbers[result] = len(numbers)
+        for region in op.regions:
+            for block in region.blocks:
+                items.append(tuple(arg.type for arg in block.args))
+                for arg in block.args:
+                    numbers[arg] = len(numbers)
+                for inner in block.ops:
+                    visit(inner)
+                items.append(None)  # the block's end
+
+    visit(loop)
+    return tuple(items)
+
+
 def _captured_constants(loop: ForOp) -> list[arith.ConstantOp]:
     """The ``arith.constant`` ops outside ``loop`` whose values it uses."""
     constants: dict[arith.ConstantOp, None] = {}
@@ -1174,11 +1246,12 @@ class KernelLowering:
         self.kernels = ()  # a kernel's IR is the caller's alone once lowered
         for kernel in _taken(kernels):
             work = self.works[kernel.sym_name.data]
+            declarations.cold = work < self.cold_work
             replacement = _KernelTranslator(kernel, declarations, self.fast_math).translate()
             functions = [replacement, *declarations.outlined]
             declarations.outlined.clear()
             declarations.unproven.clear()
-            if work < self.cold_work:
+            if declarations.cold:
                 entries = set(declarations.workers.values())  # shared by hot loops too
                 for function in functions:
                     if function.sym_name.data not in entries:
