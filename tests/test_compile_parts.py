@@ -16,6 +16,7 @@ from __future__ import annotations
 import platform
 import struct
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -317,3 +318,41 @@ def test_a_kernel_whose_schedule_fails_mid_stream_stops_the_build_cleanly(
         build()
     assert parts, "no part was handed to LLVM before the failing kernel"
     assert not [t for t in threading.enumerate() if t.name.startswith("ember-llvm")]
+
+
+def test_one_thread_fewer_compiles_while_python_makes_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On 3 threads, at most 2 parts compile while the stream still makes
+    parts (Python's thread keeps a core), and all 3 once it is done."""
+    made = threading.Event()
+    # Three compiles at once pass it; two alone would wait out its timeout.
+    three = threading.Barrier(3, timeout=30)
+    lock = threading.Lock()
+    active, during = [0], [0]
+
+    def compile_part(llvm_ir: str, target: object, kernels: tuple[str, ...]) -> tuple[str, bytes]:
+        with lock:
+            active[0] += 1
+            if not made.is_set():
+                during[0] = max(during[0], active[0])
+        assert made.wait(timeout=30)  # the first ones hold their slots until then
+        three.wait()
+        with lock:
+            active[0] -= 1
+        return llvm_ir, b""
+
+    def texts() -> Iterator[tuple[str, tuple[str, ...]]]:
+        for n in range(6):
+            yield f"part {n}", ()
+        for _ in range(3000):  # until two compile (or 30 s), and a moment for a third
+            with lock:
+                if active[0] >= 2:
+                    break
+            time.sleep(0.01)
+        time.sleep(0.05)
+        made.set()
+
+    monkeypatch.setattr(cpu, "_compile_part", compile_part)
+    monkeypatch.setattr(cpu, "link_objects", lambda objects: b"linked")
+    ir, _ = cpu._compile_parts(texts(), ember.target.Target(), None, 3)
+    assert ir == tuple(f"part {n}" for n in range(6))
+    assert during[0] == 2
