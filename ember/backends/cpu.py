@@ -387,18 +387,24 @@ def _compile_parts(
     """LLVM IR texts of parts (with the kernels each holds, for errors) as
     (optimised IR, one object), compiled on ``threads`` threads as
     ``texts`` makes them: LLVM compiles the first parts while Python
-    makes the next.  ``translated`` is called once the last is made.
+    makes the next.
 
     While Python makes parts, one thread fewer compiles (at least one):
     Python's thread is the one the build waits for, and a third busy
     thread on two cores took a third of its core (resnet18: both LLVM
     threads busy for ~0.5 s of the stream).  Once the last part is made,
-    all ``threads`` compile what is left."""
+    all ``threads`` compile what is left.
+
+    ``translated`` (a build's garbage collection of the dead IR, which
+    holds the GIL: a thread then cannot start a part) is called once the
+    last part is made and every part has started."""
     pool = ThreadPoolExecutor(threads, "ember-llvm") if threads > 1 else None
     running = threading.Semaphore(max(1, threads - 1))
+    started = threading.Semaphore(0)
 
     def compile_part(llvm_ir: str, kernels: tuple[str, ...]) -> tuple[str, bytes]:
         with running:
+            started.release()
             return _compile_part(llvm_ir, target, kernels)
 
     try:
@@ -411,6 +417,9 @@ def _compile_parts(
                 results.append(pool.submit(compile_part, llvm_ir, kernels))
             del llvm_ir
         running.release()  # Python is done: every thread compiles
+        if pool is not None:
+            for _ in results:
+                started.acquire()
         if translated is not None:
             translated()
         if pool is not None:

@@ -61,12 +61,22 @@ def release_free_memory() -> None:
     """Collect dead reference cycles (IR: ops point at their parents) and
     hand the allocator's free pages back to the system.
 
+    The young generations only: with the collector paused
+    (:func:`collection_paused`) everything a build made since its last
+    collection is young, and a full collection would also traverse every
+    object of the process (xDSL's, numpy's, the caller's) to find the same
+    dead IR.  For resnet18: after the graph stage 0.005 s instead of 0.068 s,
+    the same 1911 objects freed; at the end 0.094 s instead of 0.188 s,
+    151 729 objects instead of 159 112, and RSS after the build the same
+    (257 MB; the rest are cycles through older objects, which the next
+    automatic collection frees).
+
     glibc keeps freed heap memory for reuse, and after a build the heap is
     mostly holes left by IR and temporaries: ``malloc_trim`` returns those
     pages, so RSS after ``ember.build`` reflects what the module holds.
     Elsewhere (other C libraries) only the collection runs.
     """
-    gc.collect()
+    gc.collect(1)
     return_free_pages()
 
 
