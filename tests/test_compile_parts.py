@@ -102,11 +102,11 @@ def test_parts_compile_each_function_as_one_module_does(
 def test_a_build_releases_its_ir_while_llvm_compiles(
     small_parts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Once the last part is translated the llvm-dialect IR is dead: a
-    build that releases memory (weights of RELEASE_BYTES and more) collects
-    it while LLVM compiles the last parts, once every part has started (the
+    """A build that releases memory (weights of RELEASE_BYTES and more)
+    collects the IR its kernels left dead as each part goes to LLVM, and
+    once more when the last is made and every part has started (a
     collection holds the GIL: a thread could not start one), not after
-    LLVM is done.  Here the part that starts last waits for that
+    LLVM is done.  Here the part that starts last waits for that last
     collection before it returns."""
     from ember.runtime import memory
 
@@ -130,9 +130,12 @@ def test_a_build_releases_its_ir_while_llvm_compiles(
             waited.append(released.wait(timeout=30))
         return compiled
 
+    after: list[int] = []  # how many parts were translated at each release
+
     def releasing() -> None:
         release()
-        if translated:  # not the releases between the earlier stages
+        after.append(len(translated))
+        if len(after) == 5:  # the graph stage's, one per part, the last
             released.set()
 
     monkeypatch.setattr(llvm_text, "assemble", translating)
@@ -140,6 +143,7 @@ def test_a_build_releases_its_ir_while_llvm_compiles(
     monkeypatch.setattr(memory, "release_free_memory", releasing)
     lib = build()
     assert len(translated) == 3 and waited == [True]
+    assert after == [0, 1, 2, 3, 3]
     monkeypatch.undo()
     np.testing.assert_array_equal(run(lib, 7), run(build(), 7))
 
