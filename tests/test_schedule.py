@@ -221,6 +221,57 @@ def _reduction_ops(draw) -> tuple[str, str, str]:
 
 
 @SOUNDNESS
+@given(
+    st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 9), st.integers(1, 9)),
+    st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    st.data(),
+)
+def test_a_max_pool_reads_its_input_in_place_exactly(shape, size, strides, dilation, data) -> None:
+    """``kernel-separate-window`` reads a padded max_pool2d's input itself,
+    rows clamped, with no padded copy, where it separates the window and
+    every window reaches into the input (rows of dilation 1, padding below
+    the window); the outputs are the naive kernel's bit for bit, NaN,
+    infinities and signed zeros among the inputs."""
+    n, c, h, w = shape
+    pads = [data.draw(st.integers(0, k - 1)) for k in (size[0], size[0], size[1], size[1])]
+    top, bottom, left, right = pads
+    out = [
+        (extent + a + b - d * (k - 1) - 1) // stride + 1
+        for extent, a, b, d, k, stride in zip((h, w), (top, left), (bottom, right), dilation, size, strides)
+    ]
+    assume(min(out) > 0)
+    source, result = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{n}x{c}x{out[0]}x{out[1]}xf32>"
+    attrs = (
+        f"pool_size = [{size[0]}, {size[1]}], strides = [{strides[0]}, {strides[1]}], "
+        f"padding = [{top}, {left}, {bottom}, {right}], dilation = [{dilation[0]}, {dilation[1]}]"
+    )
+    try:
+        module = ember.parse(
+            f"func.func @main(%x: {source}) -> {result} {{\n"
+            f"  %y = graph.max_pool2d %x {{{attrs}}} : ({source}) -> {result}\n"
+            f"  func.return %y : {result}\n}}\n"
+        )
+    except ember.IRError:
+        assume(False)  # a dilated window of padding alone: not a valid pool
+    plain = apply_passes(module, PLAIN)
+    scheduled = apply_passes(plain, Target("llvm").default_schedule)
+    blocks = {b.block_name.data for b in scheduled.walk() if isinstance(b, BlockOp)}
+    if any(pads) and dilation[0] == 1 and "max_pool2d_window" in blocks:  # separated
+        assert "pad_copy" not in blocks
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32)
+    mask = rng.random(x.shape) < 0.2
+    x[mask] = rng.choice(specials, mask.sum())
+    (expected,) = ember.interpret(plain, "main", x)
+    (got,) = ember.interpret(_reversed_independent_loops(scheduled), "main", x)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+@SOUNDNESS
 @given(_reduction_ops(), st.integers(0, 2**32 - 1))
 def test_default_schedule_of_reductions_is_sound(op, seed) -> None:
     """Pools, global average pools, reductions, softmax and lrn, emitted naive,
