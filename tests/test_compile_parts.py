@@ -333,15 +333,19 @@ def test_a_kernel_whose_schedule_fails_mid_stream_stops_the_build_cleanly(
 
 def test_one_thread_fewer_compiles_while_python_makes_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     """On 3 threads, at most 2 parts compile while the stream still makes
-    parts (Python's thread keeps a core), and all 3 once it is done."""
+    parts (Python's thread keeps a core), and all 3 once it is done; the
+    parts start in the order they were made."""
     made = threading.Event()
     # Three compiles at once pass it; two alone would wait out its timeout.
     three = threading.Barrier(3, timeout=30)
     lock = threading.Lock()
     active, during = [0], [0]
 
+    order: list[str] = []
+
     def compile_part(llvm_ir: str, target: object, kernels: tuple[str, ...]) -> tuple[str, bytes]:
         with lock:
+            order.append(llvm_ir)
             active[0] += 1
             if not made.is_set():
                 during[0] = max(during[0], active[0])
@@ -365,5 +369,5 @@ def test_one_thread_fewer_compiles_while_python_makes_parts(monkeypatch: pytest.
     monkeypatch.setattr(cpu, "_compile_part", compile_part)
     monkeypatch.setattr(cpu, "link_objects", lambda objects: b"linked")
     ir, _ = cpu._compile_parts(texts(), ember.target.Target(), None, 3)
-    assert ir == tuple(f"part {n}" for n in range(6))
+    assert ir == tuple(order) == tuple(f"part {n}" for n in range(6))
     assert during[0] == 2
