@@ -271,6 +271,28 @@ def test_a_max_pool_reads_its_input_in_place_exactly(shape, size, strides, dilat
     np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
 
 
+def test_a_max_pool_keeps_its_copy_of_an_input_the_kernel_writes() -> None:
+    """The window row reads the input in place only where nothing in the
+    kernel writes the input after it was copied."""
+    padded = Path(__file__).parent / "filecheck" / "passes" / "kernel-separate-window-padded.mlir"
+    text = "\n".join(line for line in padded.read_text().splitlines() if not line.startswith("//"))
+    write = """
+  kernel.for %i = 0 to 8 {
+    kernel.block "overwrite" (%vi = spatial %i) {
+      %z = arith.constant 0 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %data[%z, %z, %z, %vi] : memref<1x2x6x8xf32>
+    }
+  }
+  kernel.for %n_1 = 0 to 1 {"""
+    assert text.count("  kernel.for %n_1 = 0 to 1 {") == 1
+    changed = text.replace("  kernel.for %n_1 = 0 to 1 {", write)
+    for source, copied in ((text, False), (changed, True)):
+        after = apply_passes(ember.parse(source), "kernel-separate-window")
+        blocks = {b.block_name.data for b in after.walk() if isinstance(b, BlockOp)}
+        assert "max_pool2d_window" in blocks and ("pad_copy" in blocks) is copied
+
+
 @SOUNDNESS
 @given(_reduction_ops(), st.integers(0, 2**32 - 1))
 def test_default_schedule_of_reductions_is_sound(op, seed) -> None:

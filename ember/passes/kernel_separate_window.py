@@ -31,7 +31,8 @@ The column maxima live in a row ``window`` of ``s·(|L| - 1) + d·(|K| - 1) + 1`
 elements allocated beside ``row``.
 
 When ``B`` is the padded copy ``kernel-pad-input`` made of an f32 input
-``D`` for this read alone (filled with ``-inf``, ``D`` stored at ``[…, h +
+``D`` (which the kernel never writes) for this read alone (filled with
+``-inf``, ``D`` stored at ``[…, h +
 top, w + left]``; or ``D`` copied whole, where the windows reach no
 padding), the window row reads ``D`` itself and the copy goes: the
 columns of ``D`` land at ``window[x + left]`` and the padding columns keep
@@ -338,6 +339,7 @@ def _direct_source(w: _Window) -> _PaddedCopy | None:
     shape = source.type.get_shape()  # type: ignore[attr-defined]
     if (
         source.type.element_type != f32  # type: ignore[attr-defined]
+        or any(isinstance(use.operation, memref.StoreOp) for use in source.uses)
         or len(shape) != 4
         or len(copy.indices) != 4
         or list(load.indices[:2]) != list(copy.indices[:2])
