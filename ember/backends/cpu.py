@@ -425,7 +425,8 @@ def _compile_parts(
             if handed is not None:
                 handed()
         turns.free()  # Python is done: every thread compiles
-        turns.wait_started(len(results) if pool is not None else 0)
+        if pool is not None:
+            turns.wait_started(len(results))
         if translated is not None:
             translated()
         if pool is not None:
