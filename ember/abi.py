@@ -37,7 +37,8 @@ artifact holds; kernels may assume that alignment.
 * :data:`BOUNDS_ERROR_SYMBOL` ``void ember_bounds_error(const char *site,
   int64_t index, int64_t size)``: called by a ``bounds_check`` build;
 * :data:`NUM_THREADS_SYMBOL`, an ``int32`` global: the thread count parallel
-  loops read, and the libgomp functions of :data:`OPENMP_ENTRY_POINTS`.
+  loops read, the libgomp functions of :data:`OPENMP_ENTRY_POINTS`, and
+  the loop schedule of :data:`LOOP_ENTRY_POINTS`.
 
 **Kernels** are ``void kernel(void *buffer, …)``: one pointer per memref
 argument, inputs then outputs.
@@ -72,6 +73,11 @@ __all__ = [
     "FLOPS_ATTR",
     "KernelSite",
     "LAYOUT_DIGEST_SYMBOL",
+    "LOOP_BLOCKS",
+    "LOOP_COUNTER_BYTES",
+    "LOOP_ENTRY_POINTS",
+    "LOOP_NEXT_SYMBOL",
+    "LOOP_RESET_SYMBOL",
     "NUM_THREADS_SYMBOL",
     "OPENMP_ENTRY_POINTS",
     "OPS_ATTR",
@@ -130,16 +136,38 @@ OPENMP_ENTRY_POINTS: dict[str, llvm.LLVMFunctionType] = {
     "GOMP_parallel": llvm.LLVMFunctionType([llvm.LLVMPointerType()] * 2 + [i32, i32]),
     "omp_get_thread_num": llvm.LLVMFunctionType([], i32),
     "omp_get_num_threads": llvm.LLVMFunctionType([], i32),
-    # bool GOMP_loop_dynamic_start(long start, long end, long incr, long chunk,
-    #                              long *istart, long *iend)
-    "GOMP_loop_dynamic_start": llvm.LLVMFunctionType(
-        [i64] * 4 + [llvm.LLVMPointerType()] * 2, i8
-    ),
-    # bool GOMP_loop_dynamic_next(long *istart, long *iend)
-    "GOMP_loop_dynamic_next": llvm.LLVMFunctionType([llvm.LLVMPointerType()] * 2, i8),
-    "GOMP_loop_end_nowait": llvm.LLVMFunctionType([]),
 }
 """The libgomp functions parallel loops call (the GNU OpenMP ABI that gcc emits)."""
+
+LOOP_BLOCKS = 64
+"""A parallel loop's range is cut into ``min(team, LOOP_BLOCKS)`` equal
+blocks, block ``b`` the home of thread ``b`` (and of ``b + LOOP_BLOCKS``…)."""
+
+LOOP_COUNTER_BYTES = 64
+"""Each block's counter has a cache line of its own: its owner claims
+chunks from it without bouncing a line with the others."""
+
+LOOP_RESET_SYMBOL = "ember_loop_reset"
+LOOP_NEXT_SYMBOL = "ember_loop_next"
+LOOP_ENTRY_POINTS: dict[str, llvm.LLVMFunctionType] = {
+    # void ember_loop_reset(int64_t *counters, int64_t team)
+    LOOP_RESET_SYMBOL: llvm.LLVMFunctionType([llvm.LLVMPointerType(), i64]),
+    # bool ember_loop_next(int64_t *counters, int64_t count, int64_t thread,
+    #                      int64_t team, int64_t *visited, int64_t *first, int64_t *last)
+    LOOP_NEXT_SYMBOL: llvm.LLVMFunctionType(
+        [llvm.LLVMPointerType(), i64, i64, i64] + [llvm.LLVMPointerType()] * 3, i8
+    ),
+}
+"""The runtime's schedule of a parallel loop's iterations (defined by
+:mod:`ember.runtime.threads`).  The caller keeps ``LOOP_BLOCKS`` counters,
+:data:`LOOP_COUNTER_BYTES` apart, and zeroes the team's with
+``ember_loop_reset`` before the fork; each thread then calls
+``ember_loop_next`` until it returns 0, with ``*visited`` 0 at first: it
+hands out chunks of ``[0, count)`` from the thread's own block first, then
+from the others' (``*visited`` counts the blocks the thread has emptied),
+and writes a chunk's bounds to ``*first`` / ``*last``.  A thread therefore
+runs the same iterations in every call of a kernel unless another was
+late, and a late thread's work is taken over instead of waited for."""
 
 LAYOUT_DIGEST_SYMBOL = "__ember_layout_sha256"
 """A constant in the object code: the sha256 (hex) of the frame layout it

@@ -269,6 +269,70 @@ def test_runtime_is_libgomp_with_a_bounded_spin() -> None:
         threads.configure(spin_count=0)
 
 
+def _schedule_functions() -> tuple:
+    """The runtime's ``ember_loop_reset`` / ``ember_loop_next``, as ctypes."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from ember.abi import LOOP_NEXT_SYMBOL, LOOP_RESET_SYMBOL
+
+    threads.ensure_runtime()
+    i64, pointer = ctypes.c_int64, ctypes.c_void_p
+    reset = ctypes.CFUNCTYPE(None, pointer, i64)(llvm.address_of_symbol(LOOP_RESET_SYMBOL))
+    claim = ctypes.CFUNCTYPE(ctypes.c_int8, pointer, i64, i64, i64, pointer, pointer, pointer)(
+        llvm.address_of_symbol(LOOP_NEXT_SYMBOL)
+    )
+    return reset, claim
+
+
+@pytest.mark.parametrize("count", [0, 1, 5, 23, 1000])
+@pytest.mark.parametrize("team", [1, 2, 3, 8, 70])
+@pytest.mark.parametrize("turns", ["in turn", "at random"])
+def test_loop_schedule_owns_blocks_and_shares_what_is_left(
+    count: int, team: int, turns: str
+) -> None:
+    """The threads of a team, claiming in turn or at random, claim every
+    iteration exactly once; a thread takes its own block's chunks (thread
+    ``t``'s of ``min(team, LOOP_BLOCKS)`` equal blocks) before any other's,
+    and when all claim in turn, each opens its own block.  70 threads share
+    64 blocks."""
+    from ember.abi import LOOP_BLOCKS, LOOP_COUNTER_BYTES
+
+    reset, claim = _schedule_functions()
+    counters = np.full(LOOP_BLOCKS * LOOP_COUNTER_BYTES // 8, -7, np.int64)  # garbage: reset zeroes
+    cursors = np.zeros((team, 3), np.int64)  # visited, first, last per thread
+    blocks = min(team, LOOP_BLOCKS)
+    edges = [b * count // blocks for b in range(blocks + 1)]
+    reset(counters.ctypes.data, team)
+    runs = np.zeros(count, np.int64)
+    chunks: list[list[tuple[int, int]]] = [[] for _ in range(team)]
+    live = list(range(team))
+    rng = np.random.default_rng(count * 100 + team)
+    step = -1
+    while live:
+        step += 1  # in turn: thread 0, 1, … (a thread sharing a home comes after its owner)
+        t = live[step % len(live)] if turns == "in turn" else int(rng.choice(live))
+        cursor = cursors[t].ctypes.data
+        if not claim(counters.ctypes.data, count, t, team, cursor, cursor + 8, cursor + 16):
+            live.remove(t)
+            continue
+        first, last = int(cursors[t, 1]), int(cursors[t, 2])
+        assert 0 <= first < last <= count
+        block = next(b for b in range(blocks) if edges[b] <= first < edges[b + 1])
+        assert last <= edges[block + 1]  # a chunk never crosses a block's edge
+        runs[first:last] += 1
+        chunks[t].append((block, first))
+    np.testing.assert_array_equal(runs, 1)
+    for t, taken in enumerate(chunks):
+        home = t % blocks
+        if turns == "in turn" and t < blocks and count >= blocks:
+            # every block has work: none is emptied before its owner's turn
+            assert taken[0] == (home, edges[home])
+        order = [(b - home) % blocks for b, _ in taken]
+        assert order == sorted(order)  # own block first, then the next ones
+
+
 def test_thread_count_setting() -> None:
     assert threads.num_threads() >= 1
     assert threads.available_cores() >= 1

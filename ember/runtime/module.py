@@ -78,7 +78,9 @@ if TYPE_CHECKING:
     from ember.runtime.graph_executor import GraphExecutor
 
 FORMAT_NAME = "ember-module"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+"""4: parallel loops call the runtime's loop schedule (``ember_loop_next``),
+where version 3's object code called libgomp's dynamic one."""
 MANIFEST_FILE = "manifest.json"
 PARAMS_FILE = "params.npz"
 

@@ -61,7 +61,13 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import RuntimeFailure
-from ember.abi import NUM_THREADS_SYMBOL, OPENMP_ENTRY_POINTS
+from ember.abi import (
+    LOOP_BLOCKS,
+    LOOP_COUNTER_BYTES,
+    LOOP_ENTRY_POINTS,
+    NUM_THREADS_SYMBOL,
+    OPENMP_ENTRY_POINTS,
+)
 
 DEFAULT_SPIN_COUNT = 1000
 """``GOMP_SPINCOUNT`` ember sets unless the user chose a wait policy: tens of
@@ -248,6 +254,7 @@ def _load() -> ThreadRuntime:
 
     llvm.add_symbol(NUM_THREADS_SYMBOL, ctypes.addressof(_num_threads))
     _keep_alive.append(_num_threads)
+    _install_loop_schedule()
     library = find_libgomp()
     if library is None:
         _install_serial_stand_in()
@@ -318,9 +325,8 @@ def loaded_libraries() -> list[str]:
 
 
 def _install_serial_stand_in() -> None:
-    """Compile ``GOMP_parallel(fn, data, …) { fn(data); }``, a team of one
-    (thread 0 of 1) and a dynamic schedule that gives it the whole range in
-    one chunk, and register them under libgomp's names."""
+    """Compile ``GOMP_parallel(fn, data, …) { fn(data); }`` and a team of one
+    (thread 0 of 1), and register them under libgomp's names."""
     import llvmlite.binding as llvm
     from llvmlite import ir
 
@@ -343,32 +349,6 @@ def _install_serial_stand_in() -> None:
     builder = ir.IRBuilder(parallel.append_basic_block())
     builder.call(parallel.args[0], [parallel.args[1]])
     builder.ret_void()
-    # A team of one takes the whole range in its first chunk.
-    i8, i64 = ir.IntType(8), ir.IntType(64)
-    bound = i64.as_pointer()
-    start = ir.Function(
-        module,
-        ir.FunctionType(i8, [i64, i64, i64, i64, bound, bound]),
-        name="ember_serial_GOMP_loop_dynamic_start",
-    )
-    builder = ir.IRBuilder(start.append_basic_block())
-    first, last, _, _, first_out, last_out = start.args
-    builder.store(first, first_out)
-    builder.store(last, last_out)
-    builder.ret(builder.zext(builder.icmp_signed("<", first, last), i8))
-    following = ir.Function(
-        module,
-        ir.FunctionType(i8, [bound, bound]),
-        name="ember_serial_GOMP_loop_dynamic_next",
-    )
-    ir.IRBuilder(following.append_basic_block()).ret(ir.Constant(i8, 0))
-    end = ir.Function(
-        module,
-        ir.FunctionType(ir.VoidType(), []),
-        name="ember_serial_GOMP_loop_end_nowait",
-    )
-    ir.IRBuilder(end.append_basic_block()).ret_void()
-
     engine = llvm.create_mcjit_compiler(
         llvm.parse_assembly(str(module)), host_target_machine()
     )
@@ -376,6 +356,98 @@ def _install_serial_stand_in() -> None:
     _keep_alive.append(engine)
     for name in OPENMP_ENTRY_POINTS:
         llvm.add_symbol(name, engine.get_function_address(f"ember_serial_{name}"))
+
+
+CHUNKS_PER_THREAD = 8
+"""A thread takes its block of a parallel loop (:data:`ember.abi.LOOP_BLOCKS`)
+in chunks of about ``1 / CHUNKS_PER_THREAD`` of it: a thread that the OS
+keeps off its core (another process on a shared machine) leaves most of its
+block to the others, which take its chunks instead of waiting for it.
+Chunks are contiguous, so a thread still walks consecutive tiles of one
+weight panel."""
+
+_LOOP_SCHEDULE_IR = """
+define void @ember_loop_reset(ptr %counters, i64 %team) {{
+entry:
+  %few = icmp slt i64 %team, {blocks}
+  %blocks = select i1 %few, i64 %team, i64 {blocks}
+  %limit = mul i64 %blocks, {stride}
+  br label %loop
+loop:
+  %b = phi i64 [0, %entry], [%next, %loop]
+  %slot = getelementptr i64, ptr %counters, i64 %b
+  store i64 0, ptr %slot
+  %next = add i64 %b, {stride}
+  %more = icmp slt i64 %next, %limit
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+
+define i8 @ember_loop_next(ptr %counters, i64 %count, i64 %thread, i64 %team,
+                          ptr %visited, ptr %first, ptr %last) {{
+entry:
+  %few = icmp slt i64 %team, {blocks}
+  %blocks = select i1 %few, i64 %team, i64 {blocks}
+  %home = urem i64 %thread, %blocks
+  %start = load i64, ptr %visited
+  br label %block
+block:
+  %k = phi i64 [%start, %entry], [%k1, %empty]
+  %left = icmp slt i64 %k, %blocks
+  br i1 %left, label %claim, label %none
+claim:
+  %hk = add i64 %home, %k
+  %b = urem i64 %hk, %blocks
+  %b1 = add i64 %b, 1
+  %lo.n = mul i64 %b, %count
+  %lo = udiv i64 %lo.n, %blocks
+  %hi.n = mul i64 %b1, %count
+  %hi = udiv i64 %hi.n, %blocks
+  %size = sub i64 %hi, %lo
+  %c = udiv i64 %size, {chunks}
+  %tiny = icmp ult i64 %c, 1
+  %chunk = select i1 %tiny, i64 1, i64 %c
+  %offset = mul i64 %b, {stride}
+  %slot = getelementptr i64, ptr %counters, i64 %offset
+  %taken = atomicrmw add ptr %slot, i64 %chunk monotonic
+  %got = icmp ult i64 %taken, %size
+  br i1 %got, label %take, label %empty
+empty:
+  %k1 = add i64 %k, 1
+  store i64 %k1, ptr %visited
+  br label %block
+take:
+  %begin = add i64 %lo, %taken
+  %end.raw = add i64 %taken, %chunk
+  %cut = icmp ult i64 %end.raw, %size
+  %end.in = select i1 %cut, i64 %end.raw, i64 %size
+  %end = add i64 %lo, %end.in
+  store i64 %begin, ptr %first
+  store i64 %end, ptr %last
+  ret i8 1
+none:
+  ret i8 0
+}}
+"""
+
+
+def _install_loop_schedule() -> None:
+    """Compile the loop schedule of :data:`ember.abi.LOOP_ENTRY_POINTS` (an
+    atomic add on the block's counter per chunk: xDSL's ``llvm`` dialect
+    has no atomics, so kernels call it) and register its functions."""
+    import llvmlite.binding as llvm
+
+    from ember.runtime.jit import host_target_machine
+
+    text = _LOOP_SCHEDULE_IR.format(
+        blocks=LOOP_BLOCKS, stride=LOOP_COUNTER_BYTES // 8, chunks=CHUNKS_PER_THREAD
+    )
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(text), host_target_machine())
+    engine.finalize_object()
+    _keep_alive.append(engine)
+    for name in LOOP_ENTRY_POINTS:
+        llvm.add_symbol(name, engine.get_function_address(name))
 
 
 # --------------------------------------------------------------------------

@@ -9,10 +9,11 @@
 // An outermost parallel loop is outlined: the body into @scale__parallel0_body
 // (a loop over [begin, end) with the captured buffers as noalias arguments,
 // the constant re-created inside), the thread entry point into
-// @scale__parallel0 (unpacks the captures and the loop's body, range and
-// step, takes chunks of the range from libgomp's dynamic schedule). The
-// kernel forks with GOMP_parallel when min(ember_num_threads, 7) > 1 and calls
-// the body on the whole range otherwise. The nested parallel loop runs
+// @scale__parallel0 (unpacks the captures and the loop's body, range, step
+// and schedule counters, takes chunks of the range from ember_loop_next, its
+// own block first). The kernel zeroes the counters and forks with
+// GOMP_parallel when min(ember_num_threads, 7) > 1 and calls the body on the
+// whole range otherwise. The nested parallel loop runs
 // serially inside the body.
 func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.kernel} {
   %two = arith.constant 2.0 : f32
@@ -37,15 +38,19 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    %[[N:.*]] = llvm.select %[[FEWER]], %[[REQ]], %[[COUNT]] : i1, i64
 // CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[SEVERAL:.*]] = llvm.icmp "sgt" %[[N]], %[[ONE]] : i64
+// The counters: 64 blocks of a cache line each, in the frame.
+// CHECK-NEXT:    %[[WORDS:.*]] = llvm.mlir.constant(512) : i64
+// CHECK-NEXT:    %[[COUNTERS:.*]] = llvm.alloca %[[WORDS]] x i64 {alignment = 64 : i64} : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
-// CHECK-NEXT:    %[[SLOTS:.*]] = llvm.mlir.constant(6) : i64
+// CHECK-NEXT:    %[[SLOTS:.*]] = llvm.mlir.constant(7) : i64
 // CHECK-NEXT:    %[[DATA:.*]] = llvm.alloca %[[SLOTS]] x !llvm.ptr {alignment = 8 : i64} : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.cond_br %[[SEVERAL]], ^[[FORK:.*]], ^[[INLINE:.*]]
 // The data: the captures, then the body's address, the trip count, the
-// lower bound and the step.
+// lower bound, the step and the counters, zeroed for the team first.
 // CHECK-NEXT:  ^[[FORK]]:
 // CHECK-NEXT:    %[[BODY:.*]] = llvm.mlir.addressof @scale__parallel0_body : !llvm.ptr
+// CHECK-NEXT:    llvm.call @ember_loop_reset(%[[COUNTERS]], %[[N]]) : (!llvm.ptr, i64) -> ()
 // CHECK-NEXT:    %[[S0:.*]] = llvm.getelementptr inbounds %[[DATA]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    llvm.store %X, %[[S0]] : !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[S1:.*]] = llvm.getelementptr inbounds %[[DATA]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
@@ -58,6 +63,8 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    llvm.store %[[LB]], %[[S4]] : i64, !llvm.ptr
 // CHECK-NEXT:    %[[S5:.*]] = llvm.getelementptr inbounds %[[DATA]][5] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK-NEXT:    llvm.store %[[ONE]], %[[S5]] : i64, !llvm.ptr
+// CHECK-NEXT:    %[[S6:.*]] = llvm.getelementptr inbounds %[[DATA]][6] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[COUNTERS]], %[[S6]] : !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[TEAM:.*]] = llvm.trunc %[[N]] : i64 to i32
 // CHECK-NEXT:    %[[FN:.*]] = llvm.mlir.addressof @scale__parallel0 : !llvm.ptr
 // CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[DATA]], %[[TEAM]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
@@ -102,18 +109,21 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    %[[LOWER:.*]] = llvm.load %[[P4]] : !llvm.ptr -> i64
 // CHECK-NEXT:    %[[P5:.*]] = llvm.getelementptr inbounds %data[5] : (!llvm.ptr) -> !llvm.ptr, i64
 // CHECK-NEXT:    %[[STEP:.*]] = llvm.load %[[P5]] : !llvm.ptr -> i64
-// CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2) : i64
-// CHECK-NEXT:    %[[FIRST:.*]] = llvm.alloca %[[TWO]] x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
-// CHECK-NEXT:    %[[LAST:.*]] = llvm.getelementptr inbounds %[[FIRST]][1] : (!llvm.ptr) -> !llvm.ptr, i64
-// The chunk: max(1, T / (team x 8)) iterations, handed out by libgomp's
-// dynamic schedule until none is left.
-// CHECK:         %[[NTH32:.*]] = llvm.call @omp_get_num_threads() : () -> i32
+// CHECK-NEXT:    %[[P6:.*]] = llvm.getelementptr inbounds %data[6] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[COUNTERS:.*]] = llvm.load %[[P6]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    %[[ME32:.*]] = llvm.call @omp_get_thread_num() : () -> i32
+// CHECK-NEXT:    %[[ME:.*]] = llvm.sext %[[ME32]] : i32 to i64
+// CHECK-NEXT:    %[[NTH32:.*]] = llvm.call @omp_get_num_threads() : () -> i32
 // CHECK-NEXT:    %[[NTH:.*]] = llvm.sext %[[NTH32]] : i32 to i64
-// CHECK-NEXT:    %[[PER:.*]] = llvm.mlir.constant(8) : i64
-// CHECK-NEXT:    %[[CHUNKS:.*]] = llvm.mul %[[NTH]], %[[PER]] overflow<nsw> : i64
-// CHECK-NEXT:    %[[Q:.*]] = llvm.sdiv %[[T]], %[[CHUNKS]] : i64
-// CHECK:         %[[CHUNK:.*]] = llvm.select %{{.*}} : i1, i64
-// CHECK-NEXT:    %[[GOT:.*]] = llvm.call @GOMP_loop_dynamic_start(%{{.*}}, %[[T]], %{{.*}}, %[[CHUNK]], %[[FIRST]], %[[LAST]]) : (i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i8
+// The cursor: the blocks this thread emptied (0 at first), then the bounds
+// of a chunk.
+// CHECK-NEXT:    %[[THREE:.*]] = llvm.mlir.constant(3) : i64
+// CHECK-NEXT:    %[[VISITED:.*]] = llvm.alloca %[[THREE]] x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[FIRST:.*]] = llvm.getelementptr inbounds %[[VISITED]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[LAST:.*]] = llvm.getelementptr inbounds %[[VISITED]][2] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    llvm.store %[[ZERO]], %[[VISITED]] : i64, !llvm.ptr
+// CHECK-NEXT:    %[[GOT:.*]] = llvm.call @ember_loop_next(%[[COUNTERS]], %[[T]], %[[ME]], %[[NTH]], %[[VISITED]], %[[FIRST]], %[[LAST]]) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i8
 // CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK_LOOP:.*]], ^[[END:.*]]
 // CHECK-NEXT:  ^[[CHUNK_LOOP]]:
 // CHECK-NEXT:    %[[I0:.*]] = llvm.load %[[FIRST]] : !llvm.ptr -> i64
@@ -123,10 +133,9 @@ func.func @scale(%X: memref<7x5xf32>, %Y: memref<7x5xf32>) attributes {kernel.ke
 // CHECK-NEXT:    %[[O1:.*]] = llvm.mul %[[I1]], %[[STEP]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[END_I:.*]] = llvm.add %[[LOWER]], %[[O1]] overflow<nsw> : i64
 // CHECK-NEXT:    llvm.call %[[BODY]](%[[X]], %[[Y]], %[[BEGIN]], %[[END_I]]) : !llvm.ptr, (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
-// CHECK-NEXT:    %[[MORE:.*]] = llvm.call @GOMP_loop_dynamic_next(%[[FIRST]], %[[LAST]]) : (!llvm.ptr, !llvm.ptr) -> i8
+// CHECK-NEXT:    %[[MORE:.*]] = llvm.call @ember_loop_next(%[[COUNTERS]], %[[T]], %[[ME]], %[[NTH]], %[[VISITED]], %[[FIRST]], %[[LAST]]) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i8
 // CHECK:         llvm.cond_br %{{.*}}, ^[[CHUNK_LOOP]], ^[[END]]
 // CHECK-NEXT:  ^[[END]]:
-// CHECK-NEXT:    llvm.call @GOMP_loop_end_nowait() : () -> ()
 // CHECK-NEXT:    llvm.return
 
 // A parallel loop with one iteration forks nothing: it is an ordinary loop.
@@ -149,6 +158,6 @@ func.func @single(%Y: memref<1x4xf32>) attributes {kernel.kernel} {
 // CHECK-DAG:   llvm.mlir.global external @ember_num_threads() {addr_space = 0 : i32} : i32
 // CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
 // CHECK-DAG:   llvm.func @omp_get_num_threads() -> i32
-// CHECK-DAG:   llvm.func @GOMP_loop_dynamic_start(i64, i64, i64, i64, !llvm.ptr, !llvm.ptr) -> i8
-// CHECK-DAG:   llvm.func @GOMP_loop_dynamic_next(!llvm.ptr, !llvm.ptr) -> i8
-// CHECK-DAG:   llvm.func @GOMP_loop_end_nowait()
+// CHECK-DAG:   llvm.func @omp_get_thread_num() -> i32
+// CHECK-DAG:   llvm.func @ember_loop_reset(!llvm.ptr, i64)
+// CHECK-DAG:   llvm.func @ember_loop_next(!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i8
