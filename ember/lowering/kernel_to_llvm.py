@@ -741,8 +741,8 @@ class _KernelTranslator:
         ``ember_loop_next`` (the thread's own block first) until none is
         left, running the body on each.
 
-        The body, the trip count, the lower bound and the step come in the
-        data too (:data:`LOOP_SLOT_TYPES`), and the body is called through its
+        The body, the trip count, the lower bound, the step and the counters
+        come in the data too (:data:`LOOP_SLOT_TYPES`), and the body is called through its
         address: the loops whose captures have the same types share one
         worker, made for the first of them (:attr:`_ModuleDeclarations.
         workers`; resnet18: 53 parallel loops, 7 workers)."""
@@ -760,9 +760,9 @@ class _KernelTranslator:
         worker._declare("omp_get_num_threads")
         thread, team = (
             worker._emit(
-                llvm.SExtOp(worker._emit(llvm.CallOp(name, return_type=i32)), i64)
+                llvm.SExtOp(worker._emit(llvm.CallOp(callee, return_type=i32)), i64)
             )
-            for name in ("omp_get_thread_num", "omp_get_num_threads")
+            for callee in ("omp_get_thread_num", "omp_get_num_threads")
         )
         # visited (blocks emptied), then a chunk's first and last iteration
         cursor = worker._emit_in_entry(

@@ -28,6 +28,10 @@ What it assumes and decides:
   long enough to catch the next kernel of a network running back to back,
   then sleep.  ``configure(spin_count=…)`` before the first compile chooses
   otherwise.
+* Schedule: which thread runs which iterations of a loop is ember's
+  (``ember_loop_reset`` / ``ember_loop_next``, compiled here at load, see
+  :data:`ember.abi.LOOP_ENTRY_POINTS`): each thread its own block first, in
+  :data:`CHUNKS_PER_THREAD` chunks, then what is left of the others'.
 * Thread count: process-wide, :func:`available_cores` (the CPUs this process
   may run on, ``os.sched_getaffinity``) unless ``set_num_threads`` /
   ``limit_threads`` say otherwise; read by every parallel loop at its start,
