@@ -295,8 +295,8 @@ def test_loop_schedule_owns_blocks_and_shares_what_is_left(
     """The threads of a team, claiming in turn or at random, claim every
     iteration exactly once; a thread takes its own block's chunks (thread
     ``t``'s of ``min(team, LOOP_BLOCKS)`` equal blocks) before any other's,
-    and when all claim in turn, each opens its own block.  70 threads share
-    64 blocks."""
+    and when all claim in turn and every block has work, each opens its own
+    block.  70 threads share 64 blocks."""
     from ember.abi import LOOP_BLOCKS, LOOP_COUNTER_BYTES
 
     reset, claim = _schedule_functions()

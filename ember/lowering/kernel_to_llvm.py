@@ -257,6 +257,9 @@ LOOP_SLOT_TYPES = (PTR, i64, i64, i64, PTR)
 address, the trip count, the lower bound, the step and the schedule's
 block counters (:data:`~ember.abi.LOOP_ENTRY_POINTS`)."""
 
+_RUNTIME_ENTRY_POINTS = {**OPENMP_ENTRY_POINTS, **LOOP_ENTRY_POINTS}
+"""The functions parallel loops call, by name: libgomp's and the schedule's."""
+
 _FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
 
@@ -454,9 +457,7 @@ class _KernelTranslator:
         )
 
     def _declare(self, name: str) -> None:
-        self.declarations.externals[name] = (
-            OPENMP_ENTRY_POINTS.get(name) or LOOP_ENTRY_POINTS[name]
-        )
+        self.declarations.externals[name] = _RUNTIME_ENTRY_POINTS[name]
 
     def _fail(self, op: Operation, why: str) -> PassError:
         return PassError(
