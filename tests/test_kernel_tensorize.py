@@ -208,6 +208,54 @@ def test_kernel_tensorize_is_sound(case, bits) -> None:
 
 
 @st.composite
+def strided_row_convolutions(
+    draw: st.DrawFn,
+) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs) of a one-group conv2d with column
+    stride 2 or 3 over rows wide enough for row tiles at 64-bit vectors
+    (8+ output columns): read through its input's column phases."""
+    dtype = draw(st.sampled_from(["f32", "f16"]))
+    in_channels, out_channels = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    sh, sw = draw(st.integers(1, 2)), draw(st.integers(2, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pad = draw(st.lists(st.integers(0, 2), min_size=4, max_size=4))
+    ow = draw(st.integers(8, 11))
+    h = draw(st.integers(max(1, (kh - 1) * dh + 1 - pad[0] - pad[2]), 4))
+    w = (ow - 1) * sw + (kw - 1) * dw + 1 - pad[1] - pad[3] + draw(st.integers(0, sw - 1))
+    oh = (h + pad[0] + pad[2] - (kh - 1) * dh - 1) // sh + 1
+    x, wt = (1, in_channels, h, w), (out_channels, in_channels, kh, kw)
+    attrs = f"{{strides = [{sh}, {sw}], dilation = [{dh}, {dw}], padding = {pad}}}"
+    np_type = np.float16 if dtype == "f16" else np.float32
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    values = {
+        "a": rng.standard_normal(x).astype(np_type),
+        "b": rng.standard_normal(wt).astype(np_type),
+        "c": rng.standard_normal(out_channels).astype(np_type),
+    }
+    params = {"b": values.pop("b")} if draw(st.booleans()) else {}
+    text = _program("conv2d", x, wt, (1, out_channels, oh, ow), dtype, "bias_relu", attrs)
+    return text, params, values
+
+
+@settings(SOUNDNESS, max_examples=12)
+@given(strided_row_convolutions())
+def test_a_strided_row_tile_conv_reads_column_phases(case) -> None:
+    """Row tiles of a stride-2 or -3 conv2d (ResNet's 7×7 stride-2 stem
+    takes them) read the input split in column phases and compute the
+    naive kernel's sums, bit for bit: the same products in the same order."""
+    text, params, inputs = case
+    naive = _naive(text, params, 64)
+    tiled = apply_passes(
+        naive, "kernel-pad-input,kernel-tensorize{vector-bits=64},kernel-vectorize,kernel-parallelize"
+    )
+    ember.verify_module(tiled)
+    blocks = {op.block_name.data for op in tiled.walk() if isinstance(op, BlockOp)}
+    assert "column_phases" in blocks
+    assert_same_bits(naive, tiled, inputs)
+
+
+@st.composite
 def deep_convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(program, bound params, inputs) of a one-group conv2d with a few input
     channels (so that its reduction splits) and more output pixels than a

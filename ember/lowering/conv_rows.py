@@ -1,10 +1,10 @@
 """Register-blocked row tiles: the direct conv2d for short reductions.
 
-A stride-1 conv2d whose reduction (input channels × taps) is short — the
-3-channel first layer of convbnrelu, 27 products per output — gains nothing
-from weight panels: storing a tile of (pixels × channel panel) into NCHW is
-a transpose that costs more than its FMAs (``ROWS_MAX_DEPTH`` in
-:mod:`ember.lowering.graph_to_kernel`).  The plain row nest there keeps the
+A conv2d whose reduction (input channels × taps) is short — the 3-channel
+first layer of convbnrelu, 27 products per output, or ResNet-18's 7×7
+stride-2 stem, 147 — gains nothing from weight panels: storing a tile of
+(pixels × channel panel) into NCHW is a transpose that costs more than its
+FMAs (``ROWS_MAX_DEPTH`` in :mod:`ember.lowering.microkernels`).  The plain row nest there keeps the
 vector along the output row, but accumulates in a scratch row of the whole
 width: every FMA is a load and a store of that row (~22 GFLOP/s on one
 Zen 3 core, a quarter of its peak).
@@ -13,8 +13,11 @@ Here the vector stays along the output row and the accumulators stay in
 registers: the conv is a :class:`~ember.lowering.gemm.RowProduct` per
 (image, output row) — rows are output channels, columns output columns, the
 reduction runs over input channels and taps, B is the padded input row
-(contiguous: column stride 1) and A the weight, read as it is (one
-broadcast per channel and step: nothing to pack).  The tile is stored
+(contiguous with column stride 1; with stride ``s`` the input is first
+copied split in ``s`` column phases, ``P[n, c, y, p, x] = in[n, c, y, s·x +
+p]``, and tap ``j`` reads phase ``j % s`` from column ``x + j // s``:
+contiguous again) and A the weight, read as it is (one broadcast per
+channel and step: nothing to pack).  The tile is stored
 through the epilogue as whole vectors of an NCHW row.
 
 This is TVM's ``conv2d_nchw`` x86 schedule for small ``in_channels``
@@ -47,20 +50,22 @@ def emit_conv2d_row_tiles(
     weights: SSAValue,
     shape: tuple[int, int, int, int],
     reduction: tuple[int, int, int],
-    row_stride: int,
+    strides: tuple[int, int],
     dilation: tuple[int, int],
     emit_result: Callable[[g2k._Emitter, SSAValue, list[SSAValue]], None],
     target: g2k.VectorTarget,
 ) -> None:
-    """One-group conv2d with column stride 1 as register-blocked row tiles:
+    """One-group conv2d as register-blocked row tiles (a strided one over
+    its input's column phases, :func:`_column_phases`):
     ``shape`` the result's (n, out channels, rows, columns), ``reduction``
     (in channels, kernel rows, kernel columns), ``source`` the (padded)
     input, ``weights`` OIHW as it is; ``emit_result(em, sum, index)``
     stores a finished sum through the epilogue."""
     n, out_channels, oh, ow = shape
     in_channels, kh, kw = reduction
-    sh = row_stride
+    sh, sw = strides
     dh, dw = dilation
+    phases = _column_phases(em, source, sw) if sw > 1 else source
 
     def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
         return em.load_widened(weights, [row, *red])
@@ -71,8 +76,16 @@ def emit_conv2d_row_tiles(
         vn, voh = batch
         vic, vkh, vkw = red
         y = em.affine([(voh, sh), (vkh, dh)])
-        x = em.affine([(first, 1), (lane, 1), (vkw, dw)])
-        return em.load_widened(source, [vn, vic, y, x])
+        if sw == 1:
+            x = em.affine([(first, 1), (lane, 1), (vkw, dw)])
+            return em.load_widened(source, [vn, vic, y, x])
+        # Column sw·(first + lane) + kw·dw of the input: phase (kw·dw) % sw,
+        # column first + lane + (kw·dw) // sw of that phase.
+        tap = em.mul_index(vkw, dw)
+        phase = em.add(arith.RemSIOp(tap, em.index(sw)))
+        shift = em.add(arith.DivSIOp(tap, em.index(sw)))
+        x = em.affine([(first, 1), (lane, 1), (shift, 1)])
+        return em.load(phases, [vn, vic, y, phase, x])
 
     def store(
         em: Emitter, batch: Indices, row: SSAValue, column: SSAValue, value: SSAValue
@@ -91,6 +104,36 @@ def emit_conv2d_row_tiles(
         store,
     )
     emit_row_product(em, product, target)
+    if sw > 1:
+        em.add(memref.DeallocOp.get(phases))
+
+
+def _column_phases(em: g2k._Emitter, source: SSAValue, stride: int) -> SSAValue:
+    """``P[n, c, y, p, x] = source[n, c, y, stride·x + p]`` in f32 (zero past
+    the row's end): a stride-``stride`` window read of one phase is then a
+    contiguous run, so row tiles vectorise along the output row with plain
+    vector loads."""
+    n, channels, h, w = source.type.get_shape()  # type: ignore[attr-defined]
+    width = -(-w // stride)
+    phases = em.alloc([n, channels, h, stride, width])
+    phases.name_hint = "phases"
+    # One parallel loop over the rows of all channels: a 3-channel input
+    # would keep a third of a pair of threads idle.
+    with (
+        em.loop("n", n) as i_n,
+        em.loop("cy", channels * h, "parallel" if channels * h > 1 else "serial") as i_cy,
+        em.loop("p", stride) as i_p,
+        em.loop("x", width, "vectorized") as i_x,
+        em.kblock("column_phases", g2k._spatial([i_n, i_cy, i_p, i_x])) as (vn, vcy, vp, vx),
+    ):
+        vc, vy = g2k._unflatten(em, vcy, [channels, h])
+        vs = [vn, vc, vy, vp, vx]
+        column = em.affine([(vx, stride), (vp, 1)])
+        inside = em.add(arith.CmpiOp(column, em.index(w), "slt"))
+        clamped = em.add(arith.SelectOp(inside, column, em.index(w - 1)))
+        value = em.load_widened(source, [vn, vc, vy, clamped])
+        em.store(em.add(arith.SelectOp(inside, value, em.const(0.0, f32))), phases, vs)
+    return phases
 
 
 def emit_grouped_conv2d_rows(

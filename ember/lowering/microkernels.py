@@ -111,29 +111,33 @@ def product_tile(channels: int, rows: int, target: g2k.VectorTarget) -> tuple[in
     return vectors * target.vector_lanes, max(1, budget // vectors)
 
 
-ROWS_MAX_DEPTH = 64
-"""A stride-1 conv2d whose reduction (in channels × kernel taps) is at most
+ROWS_MAX_DEPTH = 160
+"""A one-group conv2d whose reduction (in channels × kernel taps) is at most
 this long, over output rows at least :data:`ROWS_MIN_VECTORS` vectors wide,
 keeps the vector along the output row (register-blocked row tiles,
 :mod:`ember.lowering.conv_rows`): with so little work per output, storing
 channel panels (a transpose, element by element) costs more than the FMAs.
-Measured on znver5, convbnrelu's 3→16-channel 3×3 conv at 224×224: 0.46 ms
-in rows, 0.58 ms in panels; the 3-channel 7×7 stride-2 layer of ResNet-18
-is 4× faster in panels.  On one Zen 3 core the row tiles take that conv
-from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s) to ~0.59 ms (~74 GFLOP/s)."""
+A strided layer reads its input split in column phases (stride 2: even and
+odd columns), so its windows are contiguous runs too.  Measured on Zen 4
+(AVX-512, two threads, conv + bias + relu at 224×224 input): ResNet-18's
+3-channel 7×7 stride-2 stem (depth 147) 1.40 → 1.07 ms in rows, 8 channels
+5×5 stride 2 (200) 1.76 → 1.59, 24 channels 3×3 stride 2 (216) 1.90 →
+1.44, 16 (144) and 32 channels (288) even, 64 (576) 5.3 → 7.0 (rows lose);
+3-channel 7×7 stride 1 at 112×112 1.35 → 1.15.  The bound takes the stem
+with a margin and stops short of the even ones (not measured on an AVX2
+host, where the tiles are half as wide).  On znver5, convbnrelu's
+3→16-channel 3×3 conv: 0.46 ms in rows, 0.58 ms in panels; on one Zen 3
+core the row tiles took it from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s)
+to ~0.59 ms (~74 GFLOP/s)."""
 
 ROWS_MIN_VECTORS = 4
 
 
-def in_rows(column_stride: int, depth: int, out_width: int, target: g2k.VectorTarget) -> bool:
-    """Whether a one-group conv2d with this column stride, reduction depth
-    (in channels × taps) and output width keeps the vector along the output
-    row (:data:`ROWS_MAX_DEPTH`) rather than in weight panels."""
-    return (
-        column_stride == 1
-        and depth <= ROWS_MAX_DEPTH
-        and out_width >= ROWS_MIN_VECTORS * target.vector_lanes
-    )
+def in_rows(depth: int, out_width: int, target: g2k.VectorTarget) -> bool:
+    """Whether a one-group conv2d with this reduction depth (in channels ×
+    taps) and output width keeps the vector along the output row
+    (:data:`ROWS_MAX_DEPTH`) rather than in weight panels."""
+    return depth <= ROWS_MAX_DEPTH and out_width >= ROWS_MIN_VECTORS * target.vector_lanes
 
 
 def weight_panels(

@@ -620,12 +620,12 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
             f"grouped convolution ({out_channels // group_out} groups): output channels "
             "in parallel, the output row vectorized, weight read in place"
         )
-    if mk.in_rows(sw, in_channels * kh * kw, ow, rw.target):
+    if mk.in_rows(in_channels * kh * kw, ow, rw.target):
         from ember.lowering.conv_rows import emit_conv2d_row_tiles
 
         emit_conv2d_row_tiles(
             em, source, weight, (n, out_channels, oh, ow), (in_channels, kh, kw),
-            sh, (dh, dw), epilogue.emit_result, rw.target,
+            (sh, sw), (dh, dw), epilogue.emit_result, rw.target,
         )
         rows, width = gemm.tile_shape(rw.target)
         return f"direct convolution in row tiles of {rows} channels x {width} columns, weight read in place"
