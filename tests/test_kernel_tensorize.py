@@ -226,16 +226,28 @@ def strided_row_convolutions(
     oh = (h + pad[0] + pad[2] - (kh - 1) * dh - 1) // sh + 1
     x, wt = (1, in_channels, h, w), (out_channels, in_channels, kh, kw)
     attrs = f"{{strides = [{sh}, {sw}], dilation = [{dh}, {dw}], padding = {pad}}}"
+    return _conv_bias_relu(draw, dtype, x, wt, (1, out_channels, oh, ow), attrs)
+
+
+def _conv_bias_relu(
+    draw: st.DrawFn,
+    dtype: str,
+    x: tuple[int, ...],
+    wt: tuple[int, ...],
+    out: tuple[int, ...],
+    attrs: str,
+) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(program, bound params, inputs) of conv2d + bias + relu of these
+    shapes and attributes, random values, the weight bound or not."""
     np_type = np.float16 if dtype == "f16" else np.float32
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     values = {
         "a": rng.standard_normal(x).astype(np_type),
         "b": rng.standard_normal(wt).astype(np_type),
-        "c": rng.standard_normal(out_channels).astype(np_type),
+        "c": rng.standard_normal(out[1]).astype(np_type),
     }
     params = {"b": values.pop("b")} if draw(st.booleans()) else {}
-    text = _program("conv2d", x, wt, (1, out_channels, oh, ow), dtype, "bias_relu", attrs)
-    return text, params, values
+    return _program("conv2d", x, wt, out, dtype, "bias_relu", attrs), params, values
 
 
 @settings(SOUNDNESS, max_examples=12)
@@ -266,17 +278,8 @@ def deep_convolutions(draw: st.DrawFn) -> tuple[str, dict[str, np.ndarray], dict
     h, w = draw(st.integers(4, 5)) * s, draw(st.integers(5, 6)) * s  # 20+ pixels: 2+ tiles
     oh, ow = (h + 2 - kh) // s + 1, (w + 2 - kw) // s + 1
     attrs = f"{{strides = [{s}, {s}], padding = [1, 1, 1, 1]}}"
-    np_type = np.float16 if dtype == "f16" else np.float32
-    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     x, wt = (1, in_channels, h, w), (out_channels, in_channels, kh, kw)
-    values = {
-        "a": rng.standard_normal(x).astype(np_type),
-        "b": rng.standard_normal(wt).astype(np_type),
-        "c": rng.standard_normal(out_channels).astype(np_type),
-    }
-    params = {"b": values.pop("b")} if draw(st.booleans()) else {}
-    text = _program("conv2d", x, wt, (1, out_channels, oh, ow), dtype, "bias_relu", attrs)
-    return text, params, values
+    return _conv_bias_relu(draw, dtype, x, wt, (1, out_channels, oh, ow), attrs)
 
 
 @settings(SOUNDNESS, max_examples=8)
