@@ -4,10 +4,11 @@ A conv2d whose reduction (input channels × taps) is short — the 3-channel
 first layer of convbnrelu, 27 products per output, or ResNet-18's 7×7
 stride-2 stem, 147 — gains nothing from weight panels: storing a tile of
 (pixels × channel panel) into NCHW is a transpose that costs more than its
-FMAs (``ROWS_MAX_DEPTH`` in :mod:`ember.lowering.microkernels`).  The plain row nest there keeps the
-vector along the output row, but accumulates in a scratch row of the whole
-width: every FMA is a load and a store of that row (~22 GFLOP/s on one
-Zen 3 core, a quarter of its peak).
+FMAs (``ROWS_MAX_DEPTH`` in :mod:`ember.lowering.microkernels`).  The plain
+row nest of :mod:`ember.lowering.graph_to_kernel` keeps the vector along
+the output row, but accumulates in a scratch row of the whole width: every
+FMA is a load and a store of that row (~22 GFLOP/s on one Zen 3 core, a
+quarter of its peak).
 
 Here the vector stays along the output row and the accumulators stay in
 registers: the conv is a :class:`~ember.lowering.gemm.RowProduct` per
@@ -17,8 +18,8 @@ reduction runs over input channels and taps, B is the padded input row
 copied split in ``s`` column phases, ``P[n, c, y, p, x] = in[n, c, y, s·x +
 p]``, and tap ``j`` reads phase ``j % s`` from column ``x + j // s``:
 contiguous again) and A the weight, read as it is (one broadcast per
-channel and step: nothing to pack).  The tile is stored
-through the epilogue as whole vectors of an NCHW row.
+channel and step: nothing to pack).  The tile is stored through the
+epilogue as whole vectors of an NCHW row.
 
 This is TVM's ``conv2d_nchw`` x86 schedule for small ``in_channels``
 (``reorder`` + ``vectorize`` on the output width, ``unroll`` of an

@@ -30,9 +30,9 @@ kernel.for %i = 0 to 4 {                        kernel.for %pt = 0 to 2 parallel
   takes (:mod:`ember.lowering.winograd`, the weight transformed into ``U``);
   else tiles of output
   pixels × a panel of output channels over the weight in panels
-  (OIHW → O/L·I·H·W·L), or row tiles (:mod:`ember.lowering.conv_rows`)
-  for a short reduction over wide rows
-  (:func:`~ember.lowering.graph_to_kernel.in_rows`).
+  (OIHW → O/L·I·H·W·L), or row tiles (:mod:`ember.lowering.conv_rows`;
+  a strided layer over its input's column phases) for a short reduction
+  over wide rows (:func:`~ember.lowering.microkernels.in_rows`).
 * grouped ``conv2d`` (depthwise too: A read at channel
   ``(o // O_g)·I_g + c``, ``O_g``/``I_g`` the output/input channels per
   group): the row-vectorised nest of
