@@ -211,9 +211,10 @@ def test_kernel_tensorize_is_sound(case, bits) -> None:
 def strided_row_convolutions(
     draw: st.DrawFn,
 ) -> tuple[str, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """(program, bound params, inputs) of a one-group conv2d with column
-    stride 2 or 3 over rows wide enough for row tiles at 64-bit vectors
-    (8+ output columns): read through its input's column phases."""
+    """(program, bound params, inputs) of a one-group conv2d (one or two
+    images) with column stride 2 or 3 over rows wide enough for row tiles
+    at 64-bit vectors (8+ output columns): read through its input's
+    column phases."""
     dtype = draw(st.sampled_from(["f32", "f16"]))
     in_channels, out_channels = draw(st.integers(1, 3)), draw(st.integers(1, 4))
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 4))
@@ -224,9 +225,10 @@ def strided_row_convolutions(
     h = draw(st.integers(max(1, (kh - 1) * dh + 1 - pad[0] - pad[2]), 4))
     w = (ow - 1) * sw + (kw - 1) * dw + 1 - pad[1] - pad[3] + draw(st.integers(0, sw - 1))
     oh = (h + pad[0] + pad[2] - (kh - 1) * dh - 1) // sh + 1
-    x, wt = (1, in_channels, h, w), (out_channels, in_channels, kh, kw)
+    n = draw(st.integers(1, 2))
+    x, wt = (n, in_channels, h, w), (out_channels, in_channels, kh, kw)
     attrs = f"{{strides = [{sh}, {sw}], dilation = [{dh}, {dw}], padding = {pad}}}"
-    return _conv_bias_relu(draw, dtype, x, wt, (1, out_channels, oh, ow), attrs)
+    return _conv_bias_relu(draw, dtype, x, wt, (n, out_channels, oh, ow), attrs)
 
 
 def _conv_bias_relu(
