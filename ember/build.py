@@ -187,9 +187,7 @@ def _build(
         raise RuntimeFailure(
             f"fast_math=True is an option of the 'llvm' target, not {target_name!r}"
         )
-    compile_options = replace(
-        compile_options, target=parsed, schedule=compile_options.kernel_schedule
-    )
+    compile_options = compile_options.for_target(parsed)
     if target_name == "llvm":
         from ember.passes.pipeline import parse_passes
 

@@ -16,7 +16,7 @@ AVX-512 CPUs at 256 bits) and is the CPU LLVM generates code for.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -68,6 +68,13 @@ class CompileOptions:
     def kernel_schedule(self) -> str:
         """The schedule this build runs: :attr:`schedule` or the target's."""
         return self.target.default_schedule if self.schedule is None else self.schedule
+
+    def for_target(self, target: Target) -> CompileOptions:
+        """These options compiling for ``target``, with the schedule spelled
+        out (:attr:`kernel_schedule`, the new target's default unless one was
+        given: its tiles are shaped for that target's vector width)."""
+        retargeted = replace(self, target=target)
+        return replace(retargeted, schedule=retargeted.kernel_schedule)
 
 
 @dataclass

@@ -144,6 +144,17 @@ def test_kernels_are_tiled_for_the_targets_lanes() -> None:
 # -- building for a target ---------------------------------------------------
 
 
+@pytest.mark.parametrize("text", ["llvm -mcpu=skylake-avx512", "llvm -mcpu=znver3", "llvm -mattr=-avx"])
+def test_a_build_shapes_its_kernels_for_its_target_not_the_host(text: str) -> None:
+    """``ember.build``'s schedule is the target's: ``kernel-tensorize`` tiles
+    for the target's vector width (it once tiled for the host's, the
+    schedule read before the target was set, so code for an AVX2 CPU built
+    on an AVX-512 host ran 16-lane tiles split in two)."""
+    lib = ember.build(DENSE, target=text, remarks=True, cache=False)
+    widths = {r.args["vector_bits"] for r in lib.remarks if r.pass_name == "kernel-tensorize"}
+    assert widths == {Target.parse(text).vector_bits}
+
+
 def test_a_runnable_target_builds_runs_and_records_itself(tmp_path: Path) -> None:
     target = Target.parse("llvm -mattr=-avx")
     lib = ember.build(DENSE, target=target)

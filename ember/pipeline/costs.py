@@ -127,9 +127,7 @@ def _kernel_ops(
     for position, op in enumerate(tagged_function.body.block.ops):
         op.location = FileLineColLoc(StringAttr(_POSITION_FILE), IntAttr(position + 1), IntAttr(1))
     compile_options = _compile_options(options)
-    compile_options = replace(
-        compile_options, target=parsed, schedule=compile_options.kernel_schedule, entry=entry
-    )
+    compile_options = replace(compile_options.for_target(parsed), entry=entry)
     arrays = {name: np.asarray(value) for name, value in (params or {}).items()}
     lowered = driver.lower(tagged, "kernel", arrays, compile_options, annotate=True, copy=False)
     program = SymbolTable.lookup_symbol(lowered, entry)
