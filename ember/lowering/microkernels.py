@@ -119,16 +119,21 @@ keeps the vector along the output row (register-blocked row tiles,
 channel panels (a transpose, element by element) costs more than the FMAs.
 A strided layer reads its input split in column phases (stride 2: even and
 odd columns), so its windows are contiguous runs too.  Measured on Zen 4
-(AVX-512, two threads, conv + bias + relu at 224×224 input): ResNet-18's
-3-channel 7×7 stride-2 stem (depth 147) 1.40 → 1.07 ms in rows, 8 channels
-5×5 stride 2 (200) 1.76 → 1.59, 24 channels 3×3 stride 2 (216) 1.90 →
-1.44, 16 (144) and 32 channels (288) even, 64 (576) 5.3 → 7.0 (rows lose);
-3-channel 7×7 stride 1 at 112×112 1.35 → 1.15.  The bound takes the stem
-with a margin and stops short of the even ones (not measured on an AVX2
-host, where the tiles are half as wide).  On znver5, convbnrelu's
-3→16-channel 3×3 conv: 0.46 ms in rows, 0.58 ms in panels; on one Zen 3
-core the row tiles took it from ~1.4-2.0 ms (a scratch row, ~22 GFLOP/s)
-to ~0.59 ms (~74 GFLOP/s)."""
+(two threads, conv + bias + relu at 224×224 input, panels → rows, in ms),
+AVX-512 code (``llvm``) / AVX2 code (``llvm -mattr=-avx512f``):
+
+- ResNet-18's 3-channel 7×7 stride-2 stem (depth 147): 1.40 → 1.07 /
+  1.39 → 1.13;
+- 3-channel 7×7 stride 1 at 112×112 (147): 1.35 → 1.15 / 1.52 → 1.16;
+- 8 channels 5×5 stride 2 (200): 1.76 → 1.59 / 2.19 → 1.74;
+- 16 channels 3×3 stride 2 (144): even / 1.25 → 1.11;
+- 32 channels 3×3 stride 2 (288): even / 3.78 → 4.12;
+- 64 channels 3×3 stride 2 (576): 5.3 → 7.0 (AVX-512).
+
+The bound takes the stem with a margin and stops short of 288, where the
+rows stop winning.  On znver5, convbnrelu's 3→16-channel 3×3 conv: 0.46 ms
+in rows, 0.58 ms in panels; on one Zen 3 core the row tiles took it from
+~1.4-2.0 ms (a scratch row, ~22 GFLOP/s) to ~0.59 ms (~74 GFLOP/s)."""
 
 ROWS_MIN_VECTORS = 4
 
