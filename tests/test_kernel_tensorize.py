@@ -296,6 +296,7 @@ def test_a_reduction_in_chunks_is_sound(case, bits) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(mk, "CHUNKED_PANEL_BYTES", 0)
         patch.setattr(mk, "CHUNK_BYTES", 1)
+        patch.setattr(mk, "WIDE_CHUNK_BYTES", 1)
         patch.setattr(mk, "CHUNKED_MIN_PANELS", 1)
         tiled = apply_passes(naive, f"kernel-pad-input,kernel-tensorize{{vector-bits={bits}}}")
     ember.verify_module(tiled)
@@ -319,6 +320,7 @@ def test_a_tile_overhanging_the_plane_computes_its_last_pixel_again(chunked) -> 
         if chunked:
             patch.setattr(mk, "CHUNKED_PANEL_BYTES", 0)
             patch.setattr(mk, "CHUNK_BYTES", 1)
+            patch.setattr(mk, "WIDE_CHUNK_BYTES", 1)
             patch.setattr(mk, "CHUNKED_MIN_PANELS", 1)
         # 128-bit vectors: panels of two 4-lane vectors, tiles of 5 pixels.
         tiled = apply_passes(
@@ -336,8 +338,9 @@ def test_a_tile_overhanging_the_plane_computes_its_last_pixel_again(chunked) -> 
 
 
 def test_deep_layers_run_their_reduction_in_chunks() -> None:
-    """ResNet-18's 512-channel 3×3 layer at 7×7 (295 KB panels): chunks of
-    16 input channels (9 KB of panel), parallel over the 32 panels."""
+    """ResNet-18's 512-channel 3×3 layer at 7×7 (295 KB panels with AVX2):
+    chunks of 16 input channels (9 KB of panel), parallel over the 32
+    panels."""
     product = mk.Product(
         "conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8  # type: ignore[arg-type]
     )
@@ -348,6 +351,10 @@ def test_deep_layers_run_their_reduction_in_chunks() -> None:
     assert mk.reduction_chunk(one_tile) is None  # each panel is read once
     few = mk.Product("conv2d", 3136, 32, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
     assert mk.reduction_chunk(few) is None  # 2 panels: the threads share (panel, tile) pairs
+    # AVX-512: 590 KB panels of 32 lanes, chunks of 4 input channels
+    # (4.5 KB of panel, WIDE_CHUNK_BYTES).
+    wide = mk.Product("conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 32, 7, None, None, 16)  # type: ignore[arg-type]
+    assert mk.reduction_chunk(wide) == 4
 
 
 DENSE = _program("dense", (3, 8), (10, 8), (3, 10), "f32", "bias_relu")
