@@ -357,16 +357,16 @@ CHUNK_BYTES = 16 << 10
 WIDE_CHUNK_BYTES = 8 << 10
 """The same with 16-lane vectors (AVX-512), whose panels have rows twice as
 long.  The first tile of a chunk pulls its slice from memory, the other
-tiles none; shorter chunks spread those reads more evenly over the FMAs.
+tiles none; shorter chunks spread those reads over more of the FMAs.
 Measured on Zen 4 with two threads: ResNet-18's 512-channel 3×3 conv at
 7×7 (590 KB panels), each run after reading 96 MB (the weights evicted, as
 in the network), in chunks of 8 / 4 / 2 input channels (9, 4.5, 2.3 KB of
 panel) / none: 1.32 / 1.19 / 1.15 / 1.21 ms; the whole network (builds
 alternated in one process) 14.19 → 13.68 ms from 16 KB to 8 KB, 13.72 at
-4 KB, 14.04 unchunked.  mlp_b64's dense (784-deep panels of
-32 lanes, its weights in L3) is even: 0.472 → 0.477 ms (4 KB: 0.489).
-AVX2 code keeps 16 KB, measured on Zen 3; on Zen 4 (``-mattr=-avx512f``)
-8 KB there changed ResNet-18 by +0.8 % and no chunks by -5 %."""
+4 KB, 14.04 unchunked.  mlp_b64's dense (784-deep panels of 32 lanes, its
+weights in L3) is even: 0.472 → 0.477 ms (4 KB: 0.489).  AVX2 code keeps
+16 KB, measured on Zen 3; on Zen 4 (``-mattr=-avx512f``) 8 KB there
+changed ResNet-18 by +0.8 % and no chunks by -5 %."""
 
 
 def chunk_bytes(vector_lanes: int) -> int:
