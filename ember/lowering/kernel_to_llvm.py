@@ -742,11 +742,12 @@ class _KernelTranslator:
         ``ember_loop_next`` (the thread's own block first) until none is
         left, running the body on each.
 
-        The body, the trip count, the lower bound, the step and the counters
-        come in the data too (:data:`LOOP_SLOT_TYPES`), and the body is called through its
-        address: the loops whose captures have the same types share one
-        worker, made for the first of them (:attr:`_ModuleDeclarations.
-        workers`; resnet18: 53 parallel loops, 7 workers)."""
+        The body, the trip count, the lower bound, the step and the
+        counters come in the data too (:data:`LOOP_SLOT_TYPES`), and the body
+        is called through its address: the loops whose captures have the same
+        types share one worker, made for the first of them
+        (:attr:`_ModuleDeclarations.workers`; resnet18: 53 parallel loops, 7
+        workers)."""
         worker = _KernelTranslator(
             self.kernel, self.declarations, self.fast_math, in_parallel=True
         )
