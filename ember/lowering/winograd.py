@@ -177,13 +177,17 @@ class WinogradPacking:
         # A few output channels at a time: the f64 copy and product of a
         # 512-channel layer's whole weight would take ~40 MB at once.
         for start in range(0, array.shape[0], PACK_CHANNELS):
-            block = array[start : start + PACK_CHANNELS].astype(np.float64)
-            u = np.einsum("xi,kcij,yj->xyck", g_matrix, block, g_matrix)
-            rows[..., start : start + len(block)] = u
+            taps = array[start : start + PACK_CHANNELS].transpose(2, 3, 1, 0)  # [i, j, c, k]
+            block = taps.astype(np.float64)
+            # G g (over i), then · Gᵀ (over j): two BLAS products, where a
+            # three-operand einsum loops in C (3× the time at 256 channels).
+            rows_done = np.tensordot(g_matrix, block, axes=(1, 0))  # [x, j, c, k]
+            u = np.tensordot(g_matrix, rows_done, axes=(1, 1))  # [y, x, c, k]
+            rows[..., start : start + block.shape[-1]] = u.transpose(1, 0, 2, 3)
         return packed
 
 
-PACK_CHANNELS = 32
+PACK_CHANNELS = 64
 """Output channels :meth:`WinogradPacking.pack` transforms at a time."""
 
 
