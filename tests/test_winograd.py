@@ -9,6 +9,9 @@ of the magnitudes at that output), plus the same for the reference itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -82,32 +85,74 @@ def conv_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
     return (n, c, h, w), k, padding
 
 
+ORIENTATIONS = {"by channel": (0, 0), "by tile": (10**6, 0)}
+"""``BY_TILE_MOST_TILES_PER_CHANNEL`` and ``BY_TILE_MIN_REGISTERS`` that
+make every layer's products run by channel, or by tile, on any target
+(:func:`winograd.products_by_tile`)."""
+
+
+@contextmanager
+def products(orientation: str) -> Iterator[None]:
+    """Every Winograd layer compiled meanwhile has its products ``orientation``."""
+    saved = winograd.BY_TILE_MOST_TILES_PER_CHANNEL, winograd.BY_TILE_MIN_REGISTERS
+    winograd.BY_TILE_MOST_TILES_PER_CHANNEL, winograd.BY_TILE_MIN_REGISTERS = (
+        ORIENTATIONS[orientation]
+    )
+    try:
+        yield
+    finally:
+        winograd.BY_TILE_MOST_TILES_PER_CHANNEL, winograd.BY_TILE_MIN_REGISTERS = saved
+
+
+@pytest.mark.parametrize(
+    "tiles,channels,bits,by_tile",
+    [
+        (49, 256, 512, True),  # ResNet-18's 256-channel 14×14 layers
+        (196, 128, 512, True),  # its 128-channel 28×28 ones
+        (784, 64, 512, False),  # its 64-channel 56×56 ones
+        (49, 256, 256, False),  # AVX2: by channel
+    ],
+)
+def test_products_run_by_tile_where_few_tiles_per_channel_on_avx512(
+    tiles: int, channels: int, bits: int, by_tile: bool
+) -> None:
+    assert winograd.products_by_tile(tiles, channels, VectorTarget(bits)) is by_tile
+
+
 @settings(max_examples=max(3, settings.default.max_examples // 3))
-@given(case=conv_cases(), seed=st.integers(0, 2**16))
+@given(case=conv_cases(), seed=st.integers(0, 2**16), orientation=st.sampled_from(list(ORIENTATIONS)))
 def test_winograd_matches_direct_convolution(
-    case: tuple[tuple[int, ...], int, tuple[int, ...]], seed: int
+    case: tuple[tuple[int, ...], int, tuple[int, ...]], seed: int, orientation: str
 ) -> None:
     """Compiled (LLVM) Winograd against the reference's direct convolution:
-    odd sizes cut tiles at the edges, batch 2, any padding."""
+    odd sizes cut tiles at the edges, batch 2, any padding, the products
+    by channel or by tile."""
     data, out_channels, padding = case
     text = conv_text(data, out_channels, padding)  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(data).astype(np.float32)
     w = rng.standard_normal((out_channels, data[1], 3, 3)).astype(np.float32)
     (want,) = ember.interpret(ember.parse(text), "main", x, w)
-    lib = ember.build(text, options={"schedule": SCHEDULE_32})
+    with products(orientation):
+        lib = ember.build(text, options={"schedule": SCHEDULE_32})
     got = lib["main"](x, w).numpy()
     assert_within_bound(got, want, magnitude_bound(text, x, w))
 
 
 @settings(max_examples=max(3, settings.default.max_examples // 6))
-@given(case=conv_cases(), seed=st.integers(0, 2**16), bound=st.booleans())
+@given(
+    case=conv_cases(),
+    seed=st.integers(0, 2**16),
+    bound=st.booleans(),
+    orientation=st.sampled_from(list(ORIENTATIONS)),
+)
 def test_winograd_schedule_matches_the_naive_kernel(
-    case: tuple[tuple[int, ...], int, tuple[int, ...]], seed: int, bound: bool
+    case: tuple[tuple[int, ...], int, tuple[int, ...]], seed: int, bound: bool, orientation: str
 ) -> None:
     """``kernel-tensorize{winograd-min-channels=1}`` against the naive
     kernel it rewrites, both run by the kernel interpreter: the weight an
-    argument (transformed by the kernel) or bound (transformed at bind time)."""
+    argument (transformed by the kernel) or bound (transformed at bind time),
+    the products by channel or by tile."""
     data, out_channels, padding = case
     text = conv_text(data, out_channels, padding)  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
@@ -118,9 +163,10 @@ def test_winograd_schedule_matches_the_naive_kernel(
         bind_params_in_place(module, {"w": w}, "main")
     inputs = [x] if bound else [x, w]
     naive = apply_passes(module, "lower-graph-to-kernel{vector-bits=32}")
-    scheduled = apply_passes(
-        naive, "kernel-pad-input,kernel-tensorize{vector-bits=32 winograd-min-channels=1}"
-    )
+    with products(orientation):
+        scheduled = apply_passes(
+            naive, "kernel-pad-input,kernel-tensorize{vector-bits=32 winograd-min-channels=1}"
+        )
     blocks = {op.block_name.data for op in scheduled.walk() if op.name == "kernel.block"}
     assert "winograd_input" in blocks and ("winograd_weight" in blocks) is not bound
     (want,) = ember.interpret(naive, "main", *inputs)
@@ -330,7 +376,18 @@ func.func @main(%x: tensor<1x64x8x8xf32>, %w: tensor<64x64x5x5xf32>) -> tensor<1
     assert _transform(_conv_op(text), target) is None
 
 
-def test_the_workspace_is_planned_memory_not_allocated_per_call() -> None:
+@pytest.mark.parametrize(
+    "orientation,shapes",
+    [
+        # 9 tiles in 10 columns (whole tiles of 2 at vector-bits=32), 8 channels + 1
+        ("by channel", [(16, 9, 10), (16, 9, 10)]),
+        # V over the 9 tiles; M a row of 8 channels per tile
+        ("by tile", [(16, 9, 9), (16, 9, 8)]),
+    ],
+)
+def test_the_workspace_is_planned_memory_not_allocated_per_call(
+    orientation: str, shapes: list[tuple[int, ...]]
+) -> None:
     """Every call of a Winograd kernel (two layers share one) gets two more
     results, V and M, which nothing reads: plan-memory gives them offsets in
     the program's workspace, and the kernel allocates no scratch of theirs."""
@@ -341,25 +398,26 @@ func.func @main(%x: {t}, %w: tensor<8x8x3x3xf32>) -> {t} {{
   %1 = graph.conv2d %0, %w {{padding = [1, 1, 1, 1]}} : ({t}, tensor<8x8x3x3xf32>) -> {t}
   func.return %1 : {t}
 }}"""
-    module = apply_passes(
-        ember.parse(text),
-        "lower-graph-to-kernel{vector-bits=32},kernel-pad-input,"
-        "kernel-tensorize{vector-bits=32 winograd-min-channels=1},plan-memory",
-    )
+    with products(orientation):
+        module = apply_passes(
+            ember.parse(text),
+            "lower-graph-to-kernel{vector-bits=32},kernel-pad-input,"
+            "kernel-tensorize{vector-bits=32 winograd-min-channels=1},plan-memory",
+        )
     calls = [op for op in module.walk() if op.name == "graph.call_kernel"]
     assert len(calls) == 2 and len({call.callee for call in calls}) == 1
-    shapes = {(16, 9, 10)}  # 9 tiles in 10 columns, 8 channels + 1
     for call in calls:
-        assert [r.type.get_shape() for r in call.results[1:]] == [(16, 9, 10)] * 2
+        assert [r.type.get_shape() for r in call.results[1:]] == shapes
         assert all(not r.uses for r in call.results[1:])
         assert all(offset >= 0 for offset in call.attributes["ember.offsets"].get_values()[1:])
     kernel = next(op for op in module.ops if is_kernel(op))
     allocated = {tuple(op.results[0].type.get_shape()) for op in kernel.walk() if op.name == "memref.alloc"}
-    assert not allocated & shapes
+    assert not allocated & set(shapes)
     x = np.random.default_rng(3).standard_normal((1, 8, 6, 6)).astype(np.float32)
     w = np.random.default_rng(4).standard_normal((8, 8, 3, 3)).astype(np.float32)
     (want,) = ember.interpret(ember.parse(text), "main", x, w)
-    got = ember.build(text, options={"schedule": SCHEDULE_32})["main"](x, w).numpy()
+    with products(orientation):
+        got = ember.build(text, options={"schedule": SCHEDULE_32})["main"](x, w).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 

@@ -18,7 +18,9 @@ per image over all its tiles:
    by the register-blocked GEMM micro-kernel of :mod:`ember.lowering.gemm`
    (vector along the tiles ``t``, a broadcast of ``U`` per output channel):
    ``V`` and ``M`` are read and written as whole vectors, with no transpose,
-   and each ``U[ξ]`` is read once per image;
+   and each ``U[ξ]`` is read once per image; or, for a layer of few tiles
+   per channel, *by tile* into ``M[ξ, t, k]`` (vector along the output
+   channels, a broadcast of ``V`` per tile: :func:`products_by_tile`);
 4. *output transform*: ``Y = Aᵀ M A`` per tile, stored through the group's
    epilogue (batch_norm, relu… stay fused); tiles cut by the edge of the
    output store only their rows and columns inside it.
@@ -289,13 +291,58 @@ def workspace_shapes(
     channel counts the α² planes would otherwise lie a multiple of 4 KiB
     apart, and the transforms' α² loads or stores per tile would all fall
     in one L1 set (measured, 128 channels at 28×28 on Zen 3: the input
-    transform 1.24 ms, 0.1 ms with the extra channel)."""
+    transform 1.24 ms, 0.1 ms with the extra channel).  By tile
+    (:func:`products_by_tile`) the tiles are not rounded up and ``M`` is
+    ``[ξ, t, k]``, its rows :func:`padded_row` long as ``U``'s are (a tile's
+    stores of its rows lie a row apart, as its loads of ``U`` rows do)."""
     _, out_channels, oh, ow = out_shape
     m, width = transform.m, tile_shape(target)[1]
     tiles = -(-oh // m) * -(-ow // m)
-    tiles = -(-tiles // width) * width
     positions = transform.alpha**2
+    if products_by_tile(tiles, out_channels, target):
+        return (positions, in_channels + 1, tiles), (positions, tiles, padded_row(out_channels))
+    tiles = -(-tiles // width) * width
     return (positions, in_channels + 1, tiles), (positions, out_channels + 1, tiles)
+
+
+BY_TILE_MOST_TILES_PER_CHANNEL = 2
+"""A layer with at most this many output tiles per output channel computes
+its products by tile on a target of :data:`BY_TILE_MIN_REGISTERS` vector
+registers (:func:`products_by_tile`)."""
+
+BY_TILE_MIN_REGISTERS = 32
+"""The fewest vector registers of a target whose Winograd layers may run
+their products by tile: AVX-512's.  With AVX2's 5-row tiles, ``U`` is read
+once per 5 tiles; measured with ``-mattr=-avx512f`` on Zen 4, 256 channels
+at 14×14 by tile took 0.73 ms against 0.83 with the weights in cache but
+1.31 against 1.03 with them evicted (as in a network)."""
+
+
+def products_by_tile(tiles: int, out_channels: int, target: g2k.VectorTarget) -> bool:
+    """Whether the products of a layer with ``tiles`` output tiles per image
+    and ``out_channels`` run *by tile* for ``target``, ``M[ξ, t, k]``: a
+    micro-kernel tile is a few output tiles (rows, ``V`` broadcast) × a
+    vector run of output channels (columns, ``U``'s rows read in place), and
+    the output transform vectorises over the channels.  Otherwise *by
+    channel*, ``M[ξ, k, t]``: the rows are output channels and the columns
+    the tiles, rounded up to whole micro-kernel tiles.
+
+    By tile wastes no columns where few tiles round up badly (14×14: 49
+    tiles in 64 columns with AVX-512), but reads ``U`` once per block of
+    tiles where by channel reads each ``V`` row once per block of channels.
+    Measured on two Zen 4 threads (conv + bias + relu, AVX-512, median ms
+    with the weights in cache / evicted), by channel → by tile: 256 channels
+    at 14×14 (0.19 tiles per channel) 0.75 → 0.56 / 1.05 → 0.96, 256 at
+    28×28 2.69 → 2.41 / 3.07 → 2.78, 64 at 14×14 0.075 → 0.065 / 0.21 → 0.20,
+    128 at 28×28 (1.5) 0.68 → 0.62 / 0.88 → 0.81; 64 at 28×28 (3.1) 0.21 →
+    0.19 / 0.33 → 0.34, even; 64 at 56×56 (12) 0.61 → 0.66 / 0.93 → 1.08.
+    ResNet-18 took 13.79 ms against 14.44 (median of 736 alternated
+    profiles; its three 256-channel layers 0.88 → 0.76 ms each, its three
+    128-channel 3×3 layers at 28×28 0.74 → 0.67)."""
+    return (
+        target.registers >= BY_TILE_MIN_REGISTERS
+        and tiles <= BY_TILE_MOST_TILES_PER_CHANNEL * out_channels
+    )
 
 
 @dataclass(frozen=True)
@@ -307,6 +354,8 @@ class _Image:
     tile_columns: int
     out_channels: int
     out_width: int
+    by_tile: bool
+    """The products are ``M[ξ, t, k]`` (:func:`products_by_tile`)."""
 
 
 @dataclass(frozen=True)
@@ -329,21 +378,23 @@ def emit_conv2d_winograd(
     image at a time: its whole input transformed into the workspace, the
     α² products over all its tiles (each ``U[ξ]`` read once per image, not
     once per band of tiles), the output transformed; the threads share the
-    channels of the transforms and the tiles of the products."""
+    input transform's channels, the products' positions ``ξ`` and the output
+    transform's channels (by tile: its rows of tiles)."""
     n, out_channels, oh, ow = conv.out_shape
     m = transform.m
     tile_rows, tile_columns = -(-oh // m), -(-ow // m)
     padded, scratch = _whole_windows(em, conv.source, tile_rows * m + 2, tile_columns * m + 2)
     weights = conv.weight if conv.transformed else _transformed_weight(em, conv.weight, transform)
     transformed_input, products = conv.workspace
+    by_tile = products_by_tile(tile_rows * tile_columns, out_channels, target)
     full, rest = divmod(oh, m)
     row_runs = [_Rows(0, full, m)] if full else []
     if rest:
         row_runs.append(_Rows(full, 1, rest))
     with em.loop("image", n) as i_image:
-        image = _Image(i_image, tile_rows, tile_columns, out_channels, ow)
+        image = _Image(i_image, tile_rows, tile_columns, out_channels, ow, by_tile)
         _input_transform(em, transform, image, padded, transformed_input)
-        _product(em, target, weights, transformed_input, products, out_channels)
+        _product(em, target, weights, transformed_input, products, out_channels, by_tile)
         for rows in row_runs:
             _output_transform(em, conv.emit_result, transform, image, rows, products)
     if scratch:
@@ -384,25 +435,30 @@ def _product(
     transformed_input: SSAValue,
     products: SSAValue,
     out_channels: int,
+    by_tile: bool,
 ) -> None:
     """``products[ξ, k, t] = Σ_c weights[ξ, c, k] · transformed_input[ξ, c, t]``
-    for the ``out_channels`` first columns ``k`` of ``weights``' rows."""
+    for the ``out_channels`` first columns ``k`` of ``weights``' rows, or
+    ``products[ξ, t, k]`` by tile (:func:`products_by_tile`)."""
     positions, _, tiles = memref_shape(transformed_input)
     _, in_channels, _ = memref_shape(weights)
+    # Rows broadcast from one operand, columns read as vectors from the
+    # other; both indexed [ξ, c, row or column].
+    rows, columns = (transformed_input, weights) if by_tile else (weights, transformed_input)
 
     def a_at(em: Emitter, batch: Indices, row: SSAValue, red: Indices) -> SSAValue:
-        return em.load(weights, [*batch, *red, row])
+        return em.load(rows, [*batch, *red, row])
 
     def b_at(
         em: Emitter, batch: Indices, red: Indices, first: SSAValue, lane: SSAValue
     ) -> SSAValue:
-        return em.load(transformed_input, [*batch, *red, em.add_index(first, lane)])
+        return em.load(columns, [*batch, *red, em.add_index(first, lane)])
 
     product = RowProduct(
         "winograd_product",
         (positions,),
-        out_channels,
-        tiles,
+        tiles if by_tile else out_channels,
+        out_channels if by_tile else tiles,
         (("c", in_channels),),
         a_at,
         b_at,
@@ -498,18 +554,34 @@ def _output_nest(
     output)."""
     m, alpha = transform.m, transform.alpha
     column_start, column_count, kept_columns = column_run
-    extents = [image.out_channels, rows.count, column_count]
-    kinds = ["parallel", "serial", "vectorized" if column_count > 1 else "serial"]
+    by_tile = image.by_tile
+    if by_tile:
+        # M[ξ, t, k]: the channels are the vector (M's rows read whole).
+        names = ["ty", "tx", "k"]
+        extents = [rows.count, column_count, image.out_channels]
+        kinds = ["parallel" if rows.count > 1 else "serial", "serial", "vectorized"]
+    else:
+        names = ["k", "ty", "tx"]
+        extents = [image.out_channels, rows.count, column_count]
+        kinds = ["parallel", "serial", "vectorized" if column_count > 1 else "serial"]
     with (
-        em.nest(["k", "ty", "tx"], extents, kinds) as ivs,
+        em.nest(names, extents, kinds) as ivs,
         em.kblock("winograd_output", g2k._spatial([image.index, *ivs])) as vs,
     ):
-        vimage, vk, vty, vtx = vs
+        if by_tile:
+            vimage, vty, vtx, vk = vs
+        else:
+            vimage, vk, vty, vtx = vs
         row = em.add_index(vty, rows.first)
         column = em.add_index(vtx, column_start)
         tile = em.affine([(row, image.tile_columns), (column, 1)])
+
+        def product_at(position: int) -> list[SSAValue]:
+            xi = em.index(position)
+            return [xi, tile, vk] if by_tile else [xi, vk, tile]
+
         sums = [
-            [em.load(products, [em.index(x * alpha + y), vk, tile]) for y in range(alpha)]
+            [em.load(products, product_at(x * alpha + y)) for y in range(alpha)]
             for x in range(alpha)
         ]
         values = _sandwich(em, transform.at, sums)
