@@ -357,6 +357,33 @@ def test_deep_layers_run_their_reduction_in_chunks() -> None:
     assert mk.reduction_chunk(wide) == 4
 
 
+@pytest.mark.parametrize(
+    "rows,row_bytes,kept",
+    [
+        (14, 1024 * 4, 7),  # every row in one L1 set: 7 of its 8 ways
+        (14, 2048 * 4, 7),
+        (14, 512 * 4, 14),  # rows alternate between 2 sets
+        (14, 784 * 4, 14),  # 49 lines apart: every set once
+        (14, 1000 * 4, 14),
+        (14, 0, 14),  # not a product whose rows lie apart
+        (5, 4096, 5),
+    ],
+)
+def test_a_tile_keeps_its_rows_within_the_ways_of_an_l1_set(rows, row_bytes, kept) -> None:
+    assert mk.rows_within_ways(rows, row_bytes) == kept
+
+
+def test_a_one_vector_dense_over_a_1024_deep_reduction_takes_7_rows() -> None:
+    """64×1024 · 1024×10 with AVX-512: one 16-lane panel, 14 rows would fit
+    the registers but their x rows, 4 KiB apart, would share one L1 set."""
+    text = _program("dense", (64, 1024), (10, 1024), (64, 10), "f32", "none")
+    _, records = apply_passes(_naive(text, {}, 512), "kernel-tensorize{vector-bits=512}", remarks=True)
+    assert any("register tile 7 rows x 16 units" in r.message for r in records)
+    narrow = _program("dense", (64, 1000), (10, 1000), (64, 10), "f32", "none")
+    _, records = apply_passes(_naive(narrow, {}, 512), "kernel-tensorize{vector-bits=512}", remarks=True)
+    assert any("register tile 14 rows x 16 units" in r.message for r in records)
+
+
 DENSE = _program("dense", (3, 8), (10, 8), (3, 10), "f32", "bias_relu")
 
 

@@ -442,7 +442,10 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
     c = rw.contraction
     rows, units = c.spatial
     (depth,) = c.reduction
-    lanes, tile = mk.product_tile(units, rows, rw.target)
+    # x's rows, a tile's one element of each per step, lie a row apart.
+    x_type = c.a.buffer.type
+    row_bytes = x_type.get_shape()[-1] * x_type.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    lanes, tile = mk.product_tile(units, rows, rw.target, row_bytes)
     packing = g2k.WeightPacking(lanes)
     shape = rw.arg(c.b.arg).type.get_shape()  # type: ignore[attr-defined]
     panels = rw.packed_b(packing)
