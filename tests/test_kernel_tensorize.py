@@ -357,6 +357,15 @@ def test_deep_layers_run_their_reduction_in_chunks() -> None:
     assert mk.reduction_chunk(wide) == 4
 
 
+def test_a_product_is_worth_threads_by_the_lanes_it_runs() -> None:
+    """64×784 · 784×10 runs 16-lane panels: 1.6 MFLOPs of FMAs, though
+    only 1.0 of them are the product's (PARALLEL_MIN_FLOPS is 1 Mi)."""
+    ten = mk.Product("dense", 64, 10, (("k", 784),), None, 16, 14, None, None, 16)  # type: ignore[arg-type]
+    assert mk.worth_threads(ten)
+    small = mk.Product("dense", 16, 10, (("k", 784),), None, 16, 14, None, None, 16)  # type: ignore[arg-type]
+    assert not mk.worth_threads(small)  # 0.4 MFLOPs
+
+
 @pytest.mark.parametrize(
     "rows,row_bytes,kept",
     [
