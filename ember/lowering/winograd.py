@@ -568,10 +568,9 @@ def _output_nest(
         em.nest(names, extents, kinds) as ivs,
         em.kblock("winograd_output", g2k._spatial([image.index, *ivs])) as vs,
     ):
-        if by_tile:
-            vimage, vty, vtx, vk = vs
-        else:
-            vimage, vk, vty, vtx = vs
+        vimage, *loop_vars = vs
+        named = dict(zip(names, loop_vars))
+        vk, vty, vtx = named["k"], named["ty"], named["tx"]
         row = em.add_index(vty, rows.first)
         column = em.add_index(vtx, column_start)
         tile = em.affine([(row, image.tile_columns), (column, 1)])
