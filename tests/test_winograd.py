@@ -85,23 +85,28 @@ def conv_cases(draw: st.DrawFn) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
     return (n, c, h, w), k, padding
 
 
-ORIENTATIONS = {"by channel": (0, 0), "by tile": (10**6, 0)}
-"""``BY_TILE_MOST_TILES_PER_CHANNEL`` and ``BY_TILE_MIN_REGISTERS`` that
-make every layer's products run by channel, or by tile, on any target
-(:func:`winograd.products_by_tile`)."""
+RULES = ("BY_TILE_MOST_TILES_PER_CHANNEL", "BY_TILE_MIN_REGISTERS", "BANDS_MIN_ROWS")
+ORIENTATIONS = {
+    "by channel": (0, 0, 10**6),
+    "by tile": (10**6, 0, 10**6),
+    "in bands": (0, 0, 1),
+}
+"""Values of :data:`RULES` that make every layer run its products by
+channel or by tile over the whole layer (:func:`winograd.products_by_tile`),
+or in bands of one tile row (:func:`winograd.in_bands`), on any target."""
 
 
 @contextmanager
 def products(orientation: str) -> Iterator[None]:
     """Every Winograd layer compiled meanwhile has its products ``orientation``."""
-    saved = winograd.BY_TILE_MOST_TILES_PER_CHANNEL, winograd.BY_TILE_MIN_REGISTERS
-    winograd.BY_TILE_MOST_TILES_PER_CHANNEL, winograd.BY_TILE_MIN_REGISTERS = (
-        ORIENTATIONS[orientation]
-    )
+    saved = [getattr(winograd, rule) for rule in RULES]
+    for rule, value in zip(RULES, ORIENTATIONS[orientation]):
+        setattr(winograd, rule, value)
     try:
         yield
     finally:
-        winograd.BY_TILE_MOST_TILES_PER_CHANNEL, winograd.BY_TILE_MIN_REGISTERS = saved
+        for rule, value in zip(RULES, saved):
+            setattr(winograd, rule, value)
 
 
 @pytest.mark.parametrize(
@@ -126,7 +131,7 @@ def test_winograd_matches_direct_convolution(
 ) -> None:
     """Compiled (LLVM) Winograd against the reference's direct convolution:
     odd sizes cut tiles at the edges, batch 2, any padding, the products
-    by channel or by tile."""
+    by channel or by tile, or the layer in bands."""
     data, out_channels, padding = case
     text = conv_text(data, out_channels, padding)  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
@@ -152,7 +157,7 @@ def test_winograd_schedule_matches_the_naive_kernel(
     """``kernel-tensorize{winograd-min-channels=1}`` against the naive
     kernel it rewrites, both run by the kernel interpreter: the weight an
     argument (transformed by the kernel) or bound (transformed at bind time),
-    the products by channel or by tile."""
+    the products by channel or by tile, or the layer in bands."""
     data, out_channels, padding = case
     text = conv_text(data, out_channels, padding)  # type: ignore[arg-type]
     rng = np.random.default_rng(seed)
@@ -419,6 +424,66 @@ func.func @main(%x: {t}, %w: tensor<8x8x3x3xf32>) -> {t} {{
     with products(orientation):
         got = ember.build(text, options={"schedule": SCHEDULE_32})["main"](x, w).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "channels,size,banded",
+    [
+        (64, 56, True),  # ResNet-18's 64-channel layers: U 256 KB, 28 rows
+        (64, 14, True),  # 7 rows
+        (64, 12, False),  # 6 rows
+        (128, 28, False),  # U 1.2 MB
+        (32, 224, False),  # a row of 112 tiles: V 236 KB, more than the stack takes
+        (32, 112, True),  # 56 tiles: 118 KB
+    ],
+)
+def test_layers_of_small_weights_and_enough_rows_run_in_bands(
+    channels: int, size: int, banded: bool
+) -> None:
+    tiles = (-(-size // 2),) * 2
+    assert winograd.in_bands(F2X2_3X3, channels, channels, tiles) is banded
+
+
+def test_a_layer_in_bands_takes_no_workspace_and_keeps_its_row_buffers_in_the_band_loop() -> None:
+    """In bands, the kernel takes no V and M: each row's are allocated
+    inside the ``parallel`` loop over tile rows (on the stack of the thread
+    that runs the row), one row of tiles each; the results are the
+    convolution's."""
+    t = "tensor<2x8x7x6xf32>"
+    text = f"""
+func.func @main(%x: {t}, %w: tensor<8x8x3x3xf32>) -> {t} {{
+  %0 = graph.conv2d %x, %w {{padding = [1, 1, 1, 1]}} : ({t}, tensor<8x8x3x3xf32>) -> {t}
+  func.return %0 : {t}
+}}"""
+    with products("in bands"):
+        module = apply_passes(
+            ember.parse(text),
+            "lower-graph-to-kernel{vector-bits=32},kernel-pad-input,"
+            "kernel-tensorize{vector-bits=32 winograd-min-channels=1},plan-memory",
+        )
+    (call,) = [op for op in module.walk() if op.name == "graph.call_kernel"]
+    assert len(call.results) == 1
+    kernel = next(op for op in module.ops if is_kernel(op))
+    bands = [
+        op for op in kernel.walk()
+        if op.name == "kernel.for" and op.induction_var.name_hint == "band"
+    ]
+    # A run of 3 whole rows of tiles, then the row the output's edge cuts.
+    assert [(op.kind.data, op.upper_bound.value.data) for op in bands] == [("parallel", 3), ("serial", 1)]
+    allocated = [
+        (op.results[0].name_hint, tuple(op.results[0].type.get_shape()))
+        for band in bands for op in band.walk()
+        if op.name == "memref.alloc" and op.results[0].name_hint.startswith("winograd")
+    ]
+    rows = [("winograd_band_input", (16, 9, 3)), ("winograd_band_products", (16, 3, 8))]
+    assert allocated == rows * 2
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 8, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
+    (want,) = ember.interpret(ember.parse(text), "main", x, w)
+    with products("in bands"):
+        got = ember.build(text, options={"schedule": SCHEDULE_32}, cache=False)["main"](x, w).numpy()
+    assert_within_bound(got, want, magnitude_bound(text, x, w))
 
 
 def test_build_option_turns_winograd_off() -> None:

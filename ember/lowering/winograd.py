@@ -30,7 +30,9 @@ per image over all its tiles:
 ``plan-memory`` with the program's other buffers (:class:`WinogradConv`).
 Measured on one Zen 3 core, 64 channels at 56×56: 1.6 ms, against 2.3 ms
 for the former bands of 32 tiles on the stack, which re-read all of ``U``
-per band (and which deeper layers could not use at all).
+per band (and which deeper layers could not use at all).  A layer of small
+``U`` and enough rows runs steps 2-4 *in bands* instead, one tile row at a
+time per thread, ``V`` and ``M`` of the row on its stack (:func:`in_bands`).
 
 The lowering emits every conv2d as its naive contraction; the schedule
 pass ``kernel-tensorize`` (option ``winograd-min-channels``) rewrites a
@@ -48,6 +50,7 @@ docs/kernel-dialect.md, "Winograd convolution", for the bound the tests use).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -58,6 +61,7 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import SSAValue
 
 from ember.lowering import graph_to_kernel as g2k
+from ember.lowering.kernel_to_llvm import STACK_LIMIT_BYTES
 from ember.lowering.gemm import (
     Emitter,
     Indices,
@@ -271,8 +275,9 @@ class WinogradConv:
     transformed: bool
     out_shape: tuple[int, int, int, int]
     emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None]
-    workspace: tuple[SSAValue, SSAValue]
-    """``V`` and ``M`` of one image (:func:`workspace_shapes`): buffers the
+    workspace: tuple[SSAValue, ...]
+    """``V`` and ``M`` of one image (:func:`workspace_shapes`; none for a
+    layer run in bands): buffers the
     caller allocates once (``kernel-tensorize`` makes them results of the
     kernel's calls, which ``plan-memory`` places in the program's
     workspace).  Malloc'd per call they page-faulted in again every time
@@ -284,7 +289,7 @@ def workspace_shapes(
     in_channels: int,
     out_shape: Sequence[int],
     target: g2k.VectorTarget,
-) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+) -> tuple[tuple[int, int, int], ...]:
     """The shapes of the two workspace buffers, ``V[ξ, c, t]`` and ``M[ξ,
     k, t]`` over one image's tiles ``t``, rounded up to whole micro-kernel
     tiles of columns, with one unused channel more: with power-of-two
@@ -293,16 +298,83 @@ def workspace_shapes(
     in one L1 set (measured, 128 channels at 28×28 on Zen 3: the input
     transform 1.24 ms, 0.1 ms with the extra channel).  By tile
     (:func:`products_by_tile`) the tiles are not rounded up and ``M`` is
-    ``[ξ, t, k]``, its rows :func:`padded_row` long as ``U``'s are (a tile's
-    stores of its rows lie a row apart, as its loads of ``U`` rows do)."""
+    ``[ξ, t, k]`` (:func:`by_tile_shapes`).  None for a layer run in bands
+    (:func:`in_bands`), whose buffers are on the stack."""
     _, out_channels, oh, ow = out_shape
     m, width = transform.m, tile_shape(target)[1]
-    tiles = -(-oh // m) * -(-ow // m)
+    tile_rows, tile_columns = -(-oh // m), -(-ow // m)
+    tiles = tile_rows * tile_columns
     positions = transform.alpha**2
+    if in_bands(transform, in_channels, out_channels, (tile_rows, tile_columns)):
+        return ()
     if products_by_tile(tiles, out_channels, target):
-        return (positions, in_channels + 1, tiles), (positions, tiles, padded_row(out_channels))
+        return by_tile_shapes(transform, in_channels, tiles, out_channels)
     tiles = -(-tiles // width) * width
     return (positions, in_channels + 1, tiles), (positions, out_channels + 1, tiles)
+
+
+def by_tile_shapes(
+    transform: WinogradTransform, in_channels: int, tiles: int, out_channels: int
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """``V[ξ, c, t]`` and ``M[ξ, t, k]`` of ``tiles`` tiles whose products
+    run by tile: ``V`` with one unused channel more (see
+    :func:`workspace_shapes`), ``M``'s rows :func:`padded_row` long as
+    ``U``'s are (a tile's stores of its rows lie a row apart, as its loads
+    of ``U`` rows do)."""
+    positions = transform.alpha**2
+    return (positions, in_channels + 1, tiles), (positions, tiles, padded_row(out_channels))
+
+
+BANDS_MOST_WEIGHT_BYTES = 256 << 10
+"""The largest ``U`` (bytes) of a layer run in bands (:func:`in_bands`):
+every band reads all of it, so it must stay in L2 between bands (64
+channels: 256 KB).  With the 128-channel 28×28 layers of ResNet-18 in
+bands too (``U`` 1.2 MB, read from L3 by every row), the network on two
+Zen 4 threads was 0.1 ms slower with both vCPUs on one core complex and
+0.6 ms faster on two; not taken, as ``U`` outgrows the L2 of every core."""
+
+BAND_MOST_BYTES = STACK_LIMIT_BYTES
+"""The largest band buffer (``V`` or ``M`` of one tile row): both live on
+the running thread's stack (``kernel_to_llvm``'s limit for an ``alloca``)."""
+
+BANDS_MIN_ROWS = 7
+"""Fewest tile rows of a layer run in bands: the rows are the threads'
+shares, and a few split unevenly between two.  Measured on two Zen 4
+threads (64 channels, conv + bias + relu, whole layer → bands, median ms
+with the weights in cache / evicted): 14×14 (7 rows) 0.058 → 0.060 /
+0.146 → 0.132, 28×28 0.214 → 0.195 / 0.321 → 0.284."""
+
+
+def in_bands(
+    transform: WinogradTransform, in_channels: int, out_channels: int, tiles: tuple[int, int]
+) -> bool:
+    """Whether a layer of ``tiles`` (tile rows, tile columns) runs *in
+    bands*: a ``parallel`` loop over tile rows, each row's input transform,
+    products (by tile) and output transform run by one thread in two stack
+    buffers, rather than each step over the whole layer through a planned
+    workspace.
+
+    Whole-layer steps split their work differently (the input transform by
+    channel, the products by position ``ξ``, the output transform by
+    channel), so on two threads half of ``V`` and ``M`` (3.2 MB each for
+    64 channels at 56×56) moves between the cores at every step, and
+    both pass through L3.  In bands, ``V`` and ``M`` of a row stay in the
+    core's L2, and only the rows at a band's edge are read from the other
+    core's share of the input.  It suits a layer whose ``U`` every band
+    reads from L2 (:data:`BANDS_MOST_WEIGHT_BYTES`), whose row buffers fit
+    the stack (:data:`BAND_MOST_BYTES`) and with enough rows
+    (:data:`BANDS_MIN_ROWS`)."""
+    tile_rows, tile_columns = tiles
+    weight_bytes = transform.alpha**2 * in_channels * padded_row(out_channels) * 4
+    band_bytes = max(
+        math.prod(shape) * 4
+        for shape in by_tile_shapes(transform, in_channels, tile_columns, out_channels)
+    )
+    return (
+        tile_rows >= BANDS_MIN_ROWS
+        and weight_bytes <= BANDS_MOST_WEIGHT_BYTES
+        and band_bytes <= BAND_MOST_BYTES
+    )
 
 
 BY_TILE_MOST_TILES_PER_CHANNEL = 2
@@ -375,32 +447,68 @@ def emit_conv2d_winograd(
     target: g2k.VectorTarget,
 ) -> None:
     """conv2d by Winograd (see the module docstring for the steps), one
-    image at a time: its whole input transformed into the workspace, the
-    α² products over all its tiles (each ``U[ξ]`` read once per image, not
-    once per band of tiles), the output transformed; the threads share the
-    input transform's channels, the products' positions ``ξ`` and the output
-    transform's channels (by tile: its rows of tiles)."""
+    image at a time.  In bands (:func:`in_bands`): a ``parallel`` loop over
+    tile rows, each transformed, multiplied and transformed back by one
+    thread in stack buffers.  Otherwise the whole layer: its input
+    transformed into the workspace, the α² products over all its tiles
+    (each ``U[ξ]`` read once per image), the output transformed; the
+    threads share the input transform's channels, the products' positions
+    ``ξ`` and the output transform's channels (by tile: its rows of tiles)."""
     n, out_channels, oh, ow = conv.out_shape
     m = transform.m
     tile_rows, tile_columns = -(-oh // m), -(-ow // m)
     padded, scratch = _whole_windows(em, conv.source, tile_rows * m + 2, tile_columns * m + 2)
     weights = conv.weight if conv.transformed else _transformed_weight(em, conv.weight, transform)
-    transformed_input, products = conv.workspace
-    by_tile = products_by_tile(tile_rows * tile_columns, out_channels, target)
+    in_channels = memref_shape(weights)[1]
+    banded = in_bands(transform, in_channels, out_channels, (tile_rows, tile_columns))
+    by_tile = banded or products_by_tile(tile_rows * tile_columns, out_channels, target)
     full, rest = divmod(oh, m)
     row_runs = [_Rows(0, full, m)] if full else []
     if rest:
         row_runs.append(_Rows(full, 1, rest))
     with em.loop("image", n) as i_image:
         image = _Image(i_image, tile_rows, tile_columns, out_channels, ow, by_tile)
-        _input_transform(em, transform, image, padded, transformed_input)
-        _product(em, target, weights, transformed_input, products, out_channels, by_tile)
-        for rows in row_runs:
-            _output_transform(em, conv.emit_result, transform, image, rows, products)
+        if banded:
+            for rows in row_runs:
+                _bands(em, conv.emit_result, transform, target, image, rows, padded, weights)
+        else:
+            transformed_input, products = conv.workspace
+            _input_transform(em, transform, image, padded, transformed_input)
+            _product(em, target, weights, transformed_input, products, out_channels, by_tile)
+            for rows in row_runs:
+                _output_transform(em, conv.emit_result, transform, image, rows, products)
     if scratch:
         em.add(memref.DeallocOp.get(padded))
     if not conv.transformed:
         em.add(memref.DeallocOp.get(weights))
+
+
+def _bands(
+    em: g2k._Emitter,
+    emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None],
+    transform: WinogradTransform,
+    target: g2k.VectorTarget,
+    image: _Image,
+    rows: _Rows,
+    padded: SSAValue,
+    weights: SSAValue,
+) -> None:
+    """The tile rows of ``rows`` in bands of one row (:func:`in_bands`): per
+    row, its input transform into a stack buffer ``V[ξ, c, tx]``, its
+    products by tile into another, ``M[ξ, tx, k]``, and its output
+    transform, all on the thread that runs the row."""
+    in_channels = memref_shape(weights)[1]
+    shapes = by_tile_shapes(transform, in_channels, image.tile_columns, image.out_channels)
+    kind = "parallel" if rows.count > 1 else "serial"
+    with em.loop("band", rows.count, kind) as i_band:
+        transformed_input, products = (em.alloc(shape) for shape in shapes)
+        transformed_input.name_hint = "winograd_band_input"
+        products.name_hint = "winograd_band_products"
+        _input_transform(em, transform, image, padded, transformed_input, (i_band, rows.first))
+        _product(em, target, weights, transformed_input, products, image.out_channels, True)
+        _output_transform(em, emit_result, transform, image, rows, products, i_band)
+        em.add(memref.DeallocOp.get(transformed_input))
+        em.add(memref.DeallocOp.get(products))
 
 
 def _whole_windows(
@@ -479,13 +587,16 @@ def _input_transform(
     image: _Image,
     padded: SSAValue,
     out: SSAValue,
+    band: tuple[SSAValue, int] | None = None,
 ) -> None:
     """``out[ξ, c, t] = (Bᵀ d B)[ξ]`` for the ``α × α`` window ``d`` of the
-    image's tile ``t``."""
+    image's tile ``t``; of one tile row (``band``: the band loop's variable
+    and the first row of its run), ``t`` its column, the channels then
+    ``serial`` (the bands are the threads' share)."""
     m, alpha = transform.m, transform.alpha
     positions, _, tiles = memref_shape(out)
     in_channels = memref_shape(padded)[1]
-    used = image.tile_rows * image.tile_columns
+    used = image.tile_columns * (1 if band else image.tile_rows)
     if tiles > used:
         # Zeros in the columns past the image's tiles: their products are
         # never read, but must not be NaN or denormal garbage.
@@ -498,12 +609,25 @@ def _input_transform(
             em.kblock("winograd_input_zero", g2k._spatial(ivs)) as (vx, vc, vt),
         ):
             em.store(em.const(0.0, f32), out, [vx, vc, em.add_index(vt, used)])
-    extents = [in_channels, image.tile_rows, image.tile_columns]
+    if band is None:
+        outer = [image.index]
+        names = ["c", "ty", "tx"]
+        extents = [in_channels, image.tile_rows, image.tile_columns]
+        kinds = ["parallel", "serial", "vectorized"]
+    else:
+        outer = [image.index, band[0]]
+        names, extents, kinds = ["c", "tx"], [in_channels, image.tile_columns], ["serial", "vectorized"]
     with (
-        em.nest(["c", "ty", "tx"], extents, ["parallel", "serial", "vectorized"]) as ivs,
-        em.kblock("winograd_input", g2k._spatial([image.index, *ivs])) as vs,
+        em.nest(names, extents, kinds) as ivs,
+        em.kblock("winograd_input", g2k._spatial([*outer, *ivs])) as vs,
     ):
-        vimage, vc, vty, vtx = vs
+        vimage, *loop_vars = vs
+        if band is None:
+            vc, vty, vtx = loop_vars
+            tile = em.affine([(vty, image.tile_columns), (vtx, 1)])
+        else:
+            vband, vc, vtx = loop_vars
+            vty, tile = em.add_index(vband, band[1]), vtx
         window = [
             [
                 em.load(
@@ -515,7 +639,6 @@ def _input_transform(
             for i in range(alpha)
         ]
         values = _sandwich(em, transform.bt, window)
-        tile = em.affine([(vty, image.tile_columns), (vtx, 1)])
         for x in range(alpha):
             for y in range(alpha):
                 em.store(values[x][y], out, [em.index(x * alpha + y), vc, tile])
@@ -528,16 +651,19 @@ def _output_transform(
     image: _Image,
     rows: _Rows,
     products: SSAValue,
+    band: SSAValue | None = None,
 ) -> None:
-    """``Y = Aᵀ M A`` per tile of ``rows``, through the epilogue: one nest
-    for the whole tile columns, one for a column cut by the output's edge."""
+    """``Y = Aᵀ M A`` per tile of ``rows`` (of the one row ``band`` of them,
+    the band loop's variable, whose ``M`` holds that row's tiles), through
+    the epilogue: one nest for the whole tile columns, one for a column cut
+    by the output's edge."""
     m = transform.m
     full, rest = divmod(image.out_width, m)
     column_runs = [(0, full, m)] if full else []
     if rest:
         column_runs.append((full, 1, rest))
     for column_run in column_runs:
-        _output_nest(em, emit_result, transform, image, rows, products, column_run)
+        _output_nest(em, emit_result, transform, image, rows, products, column_run, band)
 
 
 def _output_nest(
@@ -548,14 +674,20 @@ def _output_nest(
     rows: _Rows,
     products: SSAValue,
     column_run: tuple[int, int, int],
+    band: SSAValue | None,
 ) -> None:
-    """Tiles of ``rows`` × ``column_run`` (``(first, count, kept)``: the
-    tile columns and how many of their m output columns are inside the
-    output)."""
+    """Tiles of ``rows`` (or of its row ``band``) × ``column_run``
+    (``(first, count, kept)``: the tile columns and how many of their m
+    output columns are inside the output)."""
     m, alpha = transform.m, transform.alpha
     column_start, column_count, kept_columns = column_run
     by_tile = image.by_tile
-    if by_tile:
+    outer, outer_names = [image.index], ["image"]
+    if band is not None:
+        outer, outer_names = [image.index, band], ["image", "band"]
+        names, extents = ["tx", "k"], [column_count, image.out_channels]
+        kinds = ["serial", "vectorized"]
+    elif by_tile:
         # M[ξ, t, k]: the channels are the vector (M's rows read whole).
         names = ["ty", "tx", "k"]
         extents = [rows.count, column_count, image.out_channels]
@@ -566,14 +698,14 @@ def _output_nest(
         kinds = ["parallel", "serial", "vectorized" if column_count > 1 else "serial"]
     with (
         em.nest(names, extents, kinds) as ivs,
-        em.kblock("winograd_output", g2k._spatial([image.index, *ivs])) as vs,
+        em.kblock("winograd_output", g2k._spatial([*outer, *ivs])) as vs,
     ):
-        vimage, *loop_vars = vs
-        named = dict(zip(names, loop_vars))
-        vk, vty, vtx = named["k"], named["ty"], named["tx"]
-        row = em.add_index(vty, rows.first)
+        named = dict(zip([*outer_names, *names], vs))
+        vimage, vk, vtx = named["image"], named["k"], named["tx"]
+        row = em.add_index(named["band" if band is not None else "ty"], rows.first)
         column = em.add_index(vtx, column_start)
-        tile = em.affine([(row, image.tile_columns), (column, 1)])
+        # A band's M holds its own row's tiles only.
+        tile = column if band is not None else em.affine([(row, image.tile_columns), (column, 1)])
 
         def product_at(position: int) -> list[SSAValue]:
             xi = em.index(position)

@@ -686,17 +686,20 @@ def _winograd(rw: _Rewrite, em: g2k._Emitter, transform: WinogradTransform) -> s
     emit_conv2d_winograd(em, conv, transform, rw.target)
     when = "at bind time" if packed is not None else "per call"
     m = transform.m
-    return f"Winograd F({m}x{m}, 3x3) convolution, the whole layer in a planned workspace, weight transformed {when}"
+    how = "the whole layer in a planned workspace" if workspace else "in bands of one tile row"
+    return f"Winograd F({m}x{m}, 3x3) convolution, {how}, weight transformed {when}"
 
 
 def _workspace(
     rw: _Rewrite, shapes: Sequence[Sequence[int]], names: Sequence[str]
-) -> tuple[SSAValue, SSAValue]:
+) -> tuple[SSAValue, ...]:
     """Scratch buffers of ``shapes`` the kernel takes as extra output
     arguments: every call of it gets as many more results, which nothing
     reads, so ``plan-memory`` places them in the program's workspace like
     any intermediate (allocated once, not per call) and reuses the bytes
     once the call is done."""
+    if not shapes:
+        return ()
     block = rw.kernel.body.block
     types = [MemRefType(f32, list(shape)) for shape in shapes]
     args = []
@@ -713,8 +716,7 @@ def _workspace(
         for old, result in zip(call.results, new.results):
             result.name_hint = old.name_hint
         Rewriter.replace_op(call, new, new.results[: len(call.results)])
-    first, second = args
-    return first, second
+    return tuple(args)
 
 
 def _conv_transpose_params(c: Contraction) -> tuple[int, int, int, int, int] | None:
