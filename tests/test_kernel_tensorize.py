@@ -339,12 +339,12 @@ def test_a_tile_overhanging_the_plane_computes_its_last_pixel_again(chunked) -> 
 
 def test_deep_layers_run_their_reduction_in_chunks() -> None:
     """ResNet-18's 512-channel 3×3 layer at 7×7 (295 KB panels with AVX2):
-    chunks of 16 input channels (9 KB of panel), parallel over the 32
+    chunks of 64 input channels (36 KB of panel), parallel over the 32
     panels."""
     product = mk.Product(
         "conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8  # type: ignore[arg-type]
     )
-    assert mk.reduction_chunk(product) == 16
+    assert mk.reduction_chunk(product) == 64
     shallow = mk.Product("conv2d", 49, 512, (("ic", 64), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
     assert mk.reduction_chunk(shallow) is None  # 37 KB panels stay in L2
     one_tile = mk.Product("dense", 1, 1000, (("k", 4096),), None, 16, 5, None, None, 8)  # type: ignore[arg-type]

@@ -377,9 +377,20 @@ pace, stalling.  Measured on one Zen 3 core, ResNet-18's 512-channel 7×7
 3×3 conv (295 KB panels): 2.45 ms with its weights in cache, 2.81 ms after
 touching 64 MB, as in the network."""
 
-CHUNK_BYTES = 16 << 10
+CHUNK_BYTES = 64 << 10
 """A reduction chunk's slice of a panel with vectors of 8 lanes or fewer
-(AVX2): most of L1's 32 KB, the rest left to the chunk's input."""
+(AVX2): at most 64 KB, which stays in any x86 core's L2 (256 KB and up)
+between the chunk's tiles.  Each chunk of each tile costs a fixed ~30 ns
+(its partial sums loaded and stored, its loops entered): ~13 % of a
+chunk of 16 input channels with 5 × 2-vector tiles.  Measured with
+``-mattr=-avx512f`` on Zen 4 (AVX2 code, not an AVX2 CPU; two threads):
+ResNet-18's 512-channel 3×3 conv at 7×7, in chunks of 16 / 64 input
+channels (9 / 36 KB of panel) / none, 1.33 / 1.22 / 1.18 ms with its
+weights in cache, 1.55 / 1.42 / 1.35 ms with them evicted; the
+whole network 16.34 / 15.62 / 15.62 ms (builds alternated in one process).
+On one Zen 3 core, 16 KB chunks against none had taken those layers from
+2.91–3.00 to 2.81–2.83 ms (an L2 of 512 KB, which a 295 KB panel and the
+input outgrow together): 64 KB slices still stay in L2 there."""
 
 WIDE_CHUNK_BYTES = 8 << 10
 """The same with 16-lane vectors (AVX-512), whose panels have rows twice as
@@ -391,9 +402,9 @@ in the network), in chunks of 8 / 4 / 2 input channels (9, 4.5, 2.3 KB of
 panel) / none: 1.32 / 1.19 / 1.15 / 1.21 ms; the whole network (builds
 alternated in one process) 14.19 → 13.68 ms from 16 KB to 8 KB, 13.72 at
 4 KB, 14.04 unchunked.  mlp_b64's dense (784-deep panels of 32 lanes, its
-weights in L3) is even: 0.472 → 0.477 ms (4 KB: 0.489).  AVX2 code keeps
-16 KB, measured on Zen 3; on Zen 4 (``-mattr=-avx512f``) 8 KB there
-changed ResNet-18 by +0.8 % and no chunks by -5 %."""
+weights in L3) is even: 0.472 → 0.477 ms (4 KB: 0.489).  zmm FMAs take
+two cycles on Zen 4, so a chunk's fixed cost weighs half as much there as
+with AVX2 code (:data:`CHUNK_BYTES`)."""
 
 
 def chunk_bytes(vector_lanes: int) -> int:
