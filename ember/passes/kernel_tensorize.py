@@ -93,7 +93,7 @@ from xdsl.rewriter import Rewriter
 from ember import remarks
 from ember.analysis.index_terms import ONE, Index, Variable, index_terms, is_zero_index
 from ember.analysis.loop_nests import loop_nests
-from ember.dialects.graph import CallKernelOp, ConstantOp
+from ember.dialects.graph import CallKernelOp, ConstantOp, numpy_dtype
 from ember.dialects.kernel import (
     REDUCE,
     SPATIAL,
@@ -444,7 +444,7 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
     (depth,) = c.reduction
     # x's rows, a tile's one element of each per step, lie a row apart.
     x_type = c.a.buffer.type
-    row_bytes = x_type.get_shape()[-1] * x_type.element_type.bitwidth // 8  # type: ignore[attr-defined]
+    row_bytes = x_type.get_shape()[-1] * numpy_dtype(x_type.element_type).itemsize  # type: ignore[attr-defined]
     lanes, tile = mk.product_tile(units, rows, rw.target, row_bytes)
     packing = g2k.WeightPacking(lanes)
     shape = rw.arg(c.b.arg).type.get_shape()  # type: ignore[attr-defined]
