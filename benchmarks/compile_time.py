@@ -1,6 +1,6 @@
 """Where a cold ``ember.build`` spends its time, stage by stage; and a warm one.
 
-    python benchmarks/compile_time.py --workloads resnet18
+    python benchmarks/compile_time.py --workloads resnet18 [--target "llvm -mattr=-avx512f"]
 
 For each workload, in fresh processes (so that imports a build triggers
 are counted, as a user's first build pays them):
@@ -44,7 +44,7 @@ import ember
 from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
 cpu, wall = time.process_time(), time.perf_counter()
-ember.build(module, target="llvm", params=params, cache=False)
+ember.build(module, target=sys.argv[2], params=params, cache=False)
 print(json.dumps({"cold": [time.process_time() - cpu, time.perf_counter() - wall]}))
 """
 
@@ -59,6 +59,7 @@ from ember.runtime import jit
 from ember.runtime.cpu import pack_constants
 from ember.runtime.memory import collection_paused
 from ember.runtime.module import signature_of
+from ember.target import Target
 from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
 collection_paused().__enter__()  # as in ember.build
@@ -68,7 +69,7 @@ def lap(stage):
     cpu, wall = time.process_time(), time.perf_counter()
     times[stage] = [cpu - clock[0], wall - clock[1]]
     clock[:] = [cpu, wall]
-options = compiler.CompileOptions()
+options = compiler.CompileOptions().for_target(Target.parse(sys.argv[2]))
 bound = _bind_params(signature_of(module, options.entry), params, copy=False)
 graph = compiler.to_graph(module, bound, options)
 lap("graph passes")
@@ -100,10 +101,11 @@ from ember.build import _bind_params
 from ember.runtime.cpu import pack_constants
 from ember.runtime.memory import collection_paused
 from ember.runtime.module import signature_of
+from ember.target import Target
 from ember.testing import workloads
 module, params = workloads.get(sys.argv[1])
 collection_paused().__enter__()  # as in ember.build
-options = compiler.CompileOptions()
+options = compiler.CompileOptions().for_target(Target.parse(sys.argv[2]))
 bound = _bind_params(signature_of(module, options.entry), params, copy=False)
 graph = compiler.to_graph(module, bound, options)
 cpu, wall = time.process_time(), time.perf_counter()
@@ -128,7 +130,7 @@ compiled = []
 emit = backend._compile_parts
 backend._compile_parts = lambda *args, **kwargs: compiled.append(1) or emit(*args, **kwargs)
 cpu, wall = time.process_time(), time.perf_counter()
-ember.build(module, target="llvm", params=params)
+ember.build(module, target=sys.argv[3], params=params)
 times = [time.process_time() - cpu, time.perf_counter() - wall]
 print(json.dumps({sys.argv[2]: times, "compiled": len(compiled)}))
 """
@@ -148,20 +150,20 @@ def measure(code: str, *args: str, env: dict[str, str] | None = None) -> dict[st
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def rows(workload: str) -> list[tuple[str, float, float]]:
-    """(what, CPU s, wall s) for one workload."""
-    table = [("cold ember.build", *measure(COLD, workload)["cold"])]
-    stages = measure(STAGES, workload)
+def rows(workload: str, target: str) -> list[tuple[str, float, float]]:
+    """(what, CPU s, wall s) for one workload built for ``target``."""
+    table = [("cold ember.build", *measure(COLD, workload, target)["cold"])]
+    stages = measure(STAGES, workload, target)
     table += [(f"  {stage}", cpu, wall) for stage, (cpu, wall) in stages.items()]
     table.append(
         ("  sum of stages", sum(c for c, _ in stages.values()), sum(w for _, w in stages.values()))
     )
     # Not in the sum: the stages from the kernel stage on again, as the build runs them.
-    table.append(("  the build's way: streamed, threads", *measure(PARTS, workload)["parts"]))
+    table.append(("  the build's way: streamed, threads", *measure(PARTS, workload, target)["parts"]))
     with tempfile.TemporaryDirectory() as directory:
         env = {**os.environ, "EMBER_CACHE": "1", "EMBER_CACHE_DIR": directory}
-        measure(WARM, workload, "fill", env=env)
-        warm = measure(WARM, workload, "warm", env=env)
+        measure(WARM, workload, "fill", target, env=env)
+        warm = measure(WARM, workload, "warm", target, env=env)
         if warm["compiled"]:
             raise SystemExit(f"compile_time.py: the second build of {workload} compiled: no cache hit")
         table.append(("warm ember.build (cache hit)", *warm["warm"]))
@@ -171,15 +173,28 @@ def rows(workload: str) -> list[tuple[str, float, float]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="resnet18", help="comma-separated names")
+    parser.add_argument(
+        "--target",
+        default="llvm",
+        help='what ember.build compiles for (default "llvm", this CPU; e.g. '
+        '"llvm -mattr=-avx512f" for AVX2 code)',
+    )
     args = parser.parse_args(argv)
+    from ember.errors import EmberError
+    from ember.target import Target
     from ember.testing import workloads
+
+    try:
+        Target.parse(args.target)
+    except EmberError as error:
+        parser.error(str(error))
 
     for workload in args.workloads.split(","):
         if workload not in workloads.NAMES:
             parser.error(f"unknown workload {workload!r} (known: {', '.join(workloads.NAMES)})")
     for workload in args.workloads.split(","):
-        print(f"{workload}: {'':26} {'CPU s':>8} {'wall s':>8}")
-        for what, cpu, wall in rows(workload):
+        print(f"{workload} ({args.target}): {'':14} {'CPU s':>8} {'wall s':>8}")
+        for what, cpu, wall in rows(workload, args.target):
             print(f"  {what:<34} {cpu:8.3f} {wall:8.3f}")
 
 

@@ -164,7 +164,15 @@ class Target:
     @property
     def vector_bits(self) -> int:
         """Width of the widest vector register: 512 with AVX-512, 256 with AVX."""
-        features = self.features
+        if self.is_host:
+            features = host_features()
+        else:
+            # Only the features that widen vectors: a probe of every feature
+            # LLVM knows runs its inliner over ~230 functions (~0.1 s, which
+            # a warm build, served from the cache, would spend on nothing else).
+            self._require_llvm("CPU features")
+            candidates = tuple(name for name, _ in VECTOR_BITS_BY_FEATURE)
+            features = _llvm_features_of(self.cpu, self.feature_string, candidates)
         return next((bits for name, bits in VECTOR_BITS_BY_FEATURE if name in features), 128)
 
     @property
@@ -343,19 +351,23 @@ def _llvm_catalogue() -> tuple[frozenset[str], frozenset[str]]:
 
 
 @cache
-def _llvm_features_of(cpu: str, feature_string: str) -> frozenset[str]:
-    """The features LLVM enables for ``cpu`` with ``feature_string``.
+def _llvm_features_of(
+    cpu: str, feature_string: str, candidates: tuple[str, ...] | None = None
+) -> frozenset[str]:
+    """The features LLVM enables for ``cpu`` with ``feature_string``, of
+    ``candidates`` (default: every feature host detection knows of).
 
     LLVM's inliner inlines a callee into a caller only when the callee's
     features are a subset of the caller's (``areInlineCompatible``).  So for
     each candidate feature F, a caller compiled for the target calls a callee
     for the target plus ``+F``: F belongs to the target exactly when the call
-    is inlined.  The candidates are the features host detection knows of.
+    is inlined.
     """
     from llvmlite import ir
 
     llvm = _llvm()
-    candidates = sorted(_host_feature_map())
+    if candidates is None:
+        candidates = tuple(sorted(_host_feature_map()))
     module = ir.Module(name="ember_feature_probe")
     module.triple = llvm.get_process_triple()
     void = ir.FunctionType(ir.VoidType(), [])

@@ -428,7 +428,9 @@ def test_compile_time_script_prints_every_stage(capsys) -> None:
     import compile_time
 
     compile_time.main(["--workloads", "mlp"])
-    rows = [line.split()[:-2] for line in capsys.readouterr().out.splitlines()[1:]]
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.startswith("mlp (llvm):")
+    rows = [line.split()[:-2] for line in lines]
     assert [" ".join(words) for words in rows] == [
         "cold ember.build",
         "graph passes",
@@ -445,3 +447,6 @@ def test_compile_time_script_prints_every_stage(capsys) -> None:
     ]
     with pytest.raises(SystemExit):
         compile_time.main(["--workloads", "nope"])
+    with pytest.raises(SystemExit):
+        compile_time.main(["--target", "llvm -mcpu=nope"])
+    assert "unknown CPU 'nope'" in capsys.readouterr().err
