@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -206,6 +207,16 @@ class Target:
         """Features code for this target may use that this CPU lacks (sorted)."""
         return sorted(self.features - host_features())
 
+    def runs_on_host(self) -> bool:
+        """Whether this CPU runs code for this target: :meth:`missing_on_host`
+        is empty.  One probe of LLVM's inliner, where naming the missing
+        features probes every feature (~0.1 s, which a build for
+        ``-mattr=-avx512f`` spent on loading its code)."""
+        if self.is_host:
+            return True
+        self._require_llvm("CPU features")
+        return _runs_on_host(self.cpu, self.feature_string)
+
     def target_machine(self) -> TargetMachine:
         """A new LLVM target machine for this target, at O3.
 
@@ -363,45 +374,69 @@ def _llvm_features_of(
     for the target plus ``+F``: F belongs to the target exactly when the call
     is inlined.
     """
+    if candidates is None:
+        candidates = tuple(sorted(_host_feature_map()))
+    target = (cpu, feature_string)
+    plus = [(cpu, ",".join(f for f in (feature_string, f"+{feature}") if f)) for feature in candidates]
+    inlined = _inlined([(target, callee) for callee in plus])
+    return frozenset(feature for feature, yes in zip(candidates, inlined) if yes)
+
+
+CodeFor = tuple[str, str]
+"""A function's ``(target-cpu, target-features)``."""
+
+
+def _inlined(calls: Sequence[tuple[CodeFor, CodeFor]]) -> list[bool]:
+    """For each (caller, callee), whether LLVM's inliner inlines a callee
+    compiled for the second into a caller compiled for the first: whether
+    the callee's features are a subset of the caller's."""
     from llvmlite import ir
 
     llvm = _llvm()
-    if candidates is None:
-        candidates = tuple(sorted(_host_feature_map()))
     module = ir.Module(name="ember_feature_probe")
     module.triple = llvm.get_process_triple()
     void = ir.FunctionType(ir.VoidType(), [])
     sink = ir.Function(module, void, name="sink")  # an effect that keeps callees
-    target_attributes = {"target-cpu": cpu, "target-features": feature_string}
-    for n, feature in enumerate(candidates):
+    for n, ((caller_cpu, caller_features), (callee_cpu, callee_features)) in enumerate(calls):
         callee = ir.Function(module, void, name=f"needs_{n}")
         callee.linkage = "internal"
         builder = ir.IRBuilder(callee.append_basic_block())
         builder.call(sink, [])
         builder.ret_void()
-        plus = ",".join(f for f in (feature_string, f"+{feature}") if f)
-        with_string_attributes(callee, {"target-cpu": cpu, "target-features": plus})
+        with_string_attributes(
+            callee, {"target-cpu": callee_cpu, "target-features": callee_features}
+        )
         caller = ir.Function(module, void, name=f"has_{n}")
         builder = ir.IRBuilder(caller.append_basic_block())
         builder.call(callee, [])
         builder.ret_void()
-        with_string_attributes(caller, target_attributes)
+        with_string_attributes(
+            caller, {"target-cpu": caller_cpu, "target-features": caller_features}
+        )
     parsed = llvm.parse_assembly(str(module))
+    cpu, features = calls[0][0]
     machine = llvm.Target.from_default_triple().create_target_machine(
-        cpu=cpu, features=feature_string, opt=OPT_LEVEL
+        cpu=cpu, features=features, opt=OPT_LEVEL
     )
     tuning = llvm.create_pipeline_tuning_options(speed_level=1)
     passes = llvm.create_pass_builder(machine, tuning)
     passes.getModulePassManager().run(parsed, passes)
-    return frozenset(
-        feature
-        for n, feature in enumerate(candidates)
-        if not any(
+    return [
+        not any(
             instruction.opcode == "call" and f"@needs_{n}(" in str(instruction)
             for block in parsed.get_function(f"has_{n}").blocks
             for instruction in block.instructions
         )
-    )
+        for n in range(len(calls))
+    ]
+
+
+@cache
+def _runs_on_host(cpu: str, feature_string: str) -> bool:
+    """Whether this CPU has every feature LLVM enables for ``cpu`` with
+    ``feature_string``: code for them inlines into code for this CPU."""
+    host = (host_cpu_name(), _host_feature_map().flatten())
+    return _inlined([(host, (cpu, feature_string))])[0]
 
 
 @cache

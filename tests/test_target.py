@@ -125,6 +125,26 @@ def test_features_and_vector_width_come_from_llvm(
     assert target.vector_lanes("float16") == bits // 16
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "llvm",
+        "llvm -mattr=-avx512f",
+        "llvm -mcpu=x86-64",
+        "llvm -mcpu=znver3",
+        "llvm -mcpu=skylake-avx512",
+        "llvm -mcpu=sapphirerapids",
+        "llvm -mcpu=diamondrapids",
+        "llvm -mattr=+amx-tile",
+    ],
+)
+def test_whether_code_runs_here_agrees_with_the_features_it_lacks(text: str) -> None:
+    """runs_on_host (one probe, at every cross build's load) says what
+    missing_on_host (a probe of every feature) says, on any host."""
+    target = Target.parse(text)
+    assert target.runs_on_host() == (not target.missing_on_host())
+
+
 def test_a_target_without_a_cpu_says_so() -> None:
     with pytest.raises(TargetError, match="'interp' has no CPU features"):
         Target.parse("interp").vector_bits

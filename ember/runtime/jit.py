@@ -272,7 +272,7 @@ def load_native(
     """Object code from :mod:`ember.backends.cpu` as a :class:`JitModule`:
     linked now where this CPU can run it; for another CPU (cross-compiling)
     only its IR and object are kept, and calling it raises the reason."""
-    if target.missing_on_host():
+    if not target.runs_on_host():
         return JitModule(None, llvm_ir, target, _object=data)
     return load_object(data, llvm_ir, target)
 
