@@ -5,7 +5,8 @@ After ``lower-graph-to-kernel`` a graph function is a *program*: constants,
 Every call result is a buffer.  This pass gives each one an offset in one
 *workspace* buffer, reusing memory once a value is dead (TVM's
 ``StaticMemoryPlan``, MLIR's buffer reuse): a linear scan over the op order,
-first fit, 64-byte aligned offsets; a buffer is freed after its last use,
+a free block of the buffer's own size first, else first fit, 64-byte
+aligned offsets; a buffer is freed after its last use,
 once the results of that use are placed, so no call writes a buffer it reads.
 A result that the function returns (at its first position) is written
 straight into that output buffer and takes no workspace.
@@ -119,24 +120,49 @@ def _lifetimes(function: func.FuncOp) -> list[tuple[SSAValue, int, int]]:
 
 
 class _FirstFit:
-    """First-fit allocation of intermediate tensors in one buffer."""
+    """First-fit allocation of intermediate tensors in one buffer, a free
+    block of exactly the size asked for taken first (the latest freed).
+
+    The buffers of one size in a network are mostly made by kernels of one
+    kind, whose threads write the same parts of them: a block reused at its
+    own size is written by the thread that wrote it last, which on two
+    cores of different complexes would otherwise first fetch the dead
+    lines from the other core (resnet18 on two Zen 4 vCPUs two complexes
+    apart: 17.93 → 17.65 ms, with the same 4.4 MB; docs/runtime.md)."""
 
     def __init__(self) -> None:
         self.live: list[tuple[int, int]] = []  # (offset, size), sorted by offset
+        self.freed: list[tuple[int, int]] = []  # (offset, size), oldest first
         self.size = 0
 
     def allocate(self, nbytes: int) -> int:
-        offset = 0
-        for start, size in self.live:
-            if start - offset >= nbytes:
-                break
-            offset = start + size
+        offset = self._freed_of_size(nbytes)
+        if offset is None:
+            offset = 0
+            for start, size in self.live:
+                if start - offset >= nbytes:
+                    break
+                offset = start + size
         self.live.append((offset, nbytes))
         self.live.sort()
         self.size = max(self.size, offset + nbytes)
         return offset
 
+    def _freed_of_size(self, nbytes: int) -> int | None:
+        """The latest freed block of ``nbytes`` still free; forgets the
+        freed blocks that live ones overlap now."""
+        self.freed = [block for block in self.freed if not self._overlaps_live(*block)]
+        for offset, size in reversed(self.freed):
+            if size == nbytes:
+                self.freed.remove((offset, size))
+                return offset
+        return None
+
+    def _overlaps_live(self, offset: int, nbytes: int) -> bool:
+        return any(start < offset + nbytes and offset < start + size for start, size in self.live)
+
     def free(self, offset: int) -> None:
+        self.freed += [(o, s) for o, s in self.live if o == offset]
         self.live = [(o, s) for o, s in self.live if o != offset]
 
 
