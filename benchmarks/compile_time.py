@@ -159,7 +159,8 @@ def rows(workload: str, target: str) -> list[tuple[str, float, float]]:
         ("  sum of stages", sum(c for c, _ in stages.values()), sum(w for _, w in stages.values()))
     )
     # Not in the sum: the stages from the kernel stage on again, as the build runs them.
-    table.append(("  the build's way: streamed, threads", *measure(PARTS, workload, target)["parts"]))
+    streamed = measure(PARTS, workload, target)["parts"]
+    table.append(("  the build's way: streamed, threads", *streamed))
     with tempfile.TemporaryDirectory() as directory:
         env = {**os.environ, "EMBER_CACHE": "1", "EMBER_CACHE_DIR": directory}
         measure(WARM, workload, "fill", target, env=env)
@@ -193,7 +194,8 @@ def main(argv: list[str] | None = None) -> None:
         if workload not in workloads.NAMES:
             parser.error(f"unknown workload {workload!r} (known: {', '.join(workloads.NAMES)})")
     for workload in args.workloads.split(","):
-        print(f"{workload} ({args.target}): {'':14} {'CPU s':>8} {'wall s':>8}")
+        title = f"{workload} ({args.target}):"
+        print(f"{title:<36} {'CPU s':>8} {'wall s':>8}")
         for what, cpu, wall in rows(workload, args.target):
             print(f"  {what:<34} {cpu:8.3f} {wall:8.3f}")
 

@@ -377,8 +377,8 @@ def _llvm_features_of(
     if candidates is None:
         candidates = tuple(sorted(_host_feature_map()))
     target = (cpu, feature_string)
-    plus = [(cpu, ",".join(f for f in (feature_string, f"+{feature}") if f)) for feature in candidates]
-    inlined = _inlined([(target, callee) for callee in plus])
+    plus = [",".join(f for f in (feature_string, f"+{feature}") if f) for feature in candidates]
+    inlined = _inlined([(target, (cpu, features)) for features in plus])
     return frozenset(feature for feature, yes in zip(candidates, inlined) if yes)
 
 
@@ -391,6 +391,9 @@ def _inlined(calls: Sequence[tuple[CodeFor, CodeFor]]) -> list[bool]:
     compiled for the second into a caller compiled for the first: whether
     the callee's features are a subset of the caller's."""
     from llvmlite import ir
+
+    if not calls:
+        return []
 
     llvm = _llvm()
     module = ir.Module(name="ember_feature_probe")
