@@ -276,8 +276,8 @@ class WinogradConv:
     out_shape: tuple[int, int, int, int]
     emit_result: Callable[[g2k._Emitter, SSAValue, Sequence[SSAValue]], None]
     workspace: tuple[SSAValue, ...]
-    """``V`` and ``M`` of one image (:func:`workspace_shapes`; none for a
-    layer run in bands): buffers the
+    """``V`` and ``M`` of one image (:func:`workspace_shapes`), or none: the
+    layer runs in bands (:func:`in_bands`, decided there).  Buffers the
     caller allocates once (``kernel-tensorize`` makes them results of the
     kernel's calls, which ``plan-memory`` places in the program's
     workspace).  Malloc'd per call they page-faulted in again every time
@@ -459,8 +459,7 @@ def emit_conv2d_winograd(
     tile_rows, tile_columns = -(-oh // m), -(-ow // m)
     padded, scratch = _whole_windows(em, conv.source, tile_rows * m + 2, tile_columns * m + 2)
     weights = conv.weight if conv.transformed else _transformed_weight(em, conv.weight, transform)
-    in_channels = memref_shape(weights)[1]
-    banded = in_bands(transform, in_channels, out_channels, (tile_rows, tile_columns))
+    banded = not conv.workspace  # workspace_shapes gave none: in_bands chose bands
     by_tile = banded or products_by_tile(tile_rows * tile_columns, out_channels, target)
     full, rest = divmod(oh, m)
     row_runs = [_Rows(0, full, m)] if full else []
