@@ -397,8 +397,9 @@ def test_packing_drops_each_folded_weight_as_soon_as_it_is_packed() -> None:
 
 
 def test_folding_a_scale_into_a_weight_rounds_once_from_f64() -> None:
-    """The fold multiplies block by block in f64: the same values as
-    ``(W.astype(f64) * s).astype(f32)``, without that f64 copy of W."""
+    """The fold rounds each product once: the same values as
+    ``(W.astype(f64) * s).astype(f32)``, without that f64 copy of W, for
+    weights whose products are subnormal or near f32's largest too."""
     t_w, t_x, t_y = "tensor<16x8x3x3xf32>", "tensor<1x8x8x8xf32>", "tensor<1x16x8x8xf32>"
     text = (
         f"func.func @main(%x: {t_x}, %w: {t_w}, %s: tensor<1x16x1x1xf32>) -> {t_y} {{\n"
@@ -407,7 +408,8 @@ def test_folding_a_scale_into_a_weight_rounds_once_from_f64() -> None:
         f"  func.return %y : {t_y}\n}}\n"
     )
     rng = np.random.default_rng(6)
-    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    magnitudes = 10.0 ** rng.integers(-44, 38, (16, 8, 3, 3))
+    w = (rng.standard_normal((16, 8, 3, 3)) * magnitudes).astype(np.float32)
     s = rng.uniform(0.1, 3.0, (1, 16, 1, 1)).astype(np.float32)
     folded = ember.apply_passes(ember.bind_params(ember.parse(text), {"w": w, "s": s}), "fold-constants")
     expected = (w.astype(np.float64) * s.reshape(16, 1, 1, 1).astype(np.float64)).astype(np.float32)
