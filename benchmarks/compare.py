@@ -47,7 +47,12 @@ After the timing, ember's run is profiled (``GraphExecutor.profile``, in its
 first round's process):
 ``--json`` keeps each workload's profile (per kernel: fused ops, median,
 share, GFLOP/s, % of peak; and the time outside kernels), ``--profile``
-prints its table too.  The report names the CPU model and its vector ISA.
+prints its table too.  The report names the CPU model and its vector ISA,
+and, with two or more threads, how long a cache line takes between the
+first two CPUs and back, just before and just after each workload
+(``ember.runtime.cores.round_trip_ns``): on a 2-vCPU virtual machine that
+tells whether the two vCPUs shared a core complex (docs/runtime.md,
+"Threads"); a workload during which it changed more than 2× gets a note.
 
 onnxruntime and torch are optional (``pip install -e .[bench]``): without
 one, its column reads n/a and the table says how to install it.
@@ -66,7 +71,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +86,7 @@ import torch_models
 
 import ember
 from ember.errors import EmberError
+from ember.runtime.cores import cpu_pair
 from ember.testing import workloads
 
 FRAMEWORKS: tuple[str, ...] = ("ember", "numpy", "onnxruntime", "pytorch")
@@ -90,6 +96,10 @@ PROFILE_REPEAT = 20  # runs GraphExecutor.profile medians over
 DEFAULT_REPEAT = 50
 DEFAULT_REPEAT_BY_WORKLOAD = {"resnet18": 20}  # >= 20 runs for resnet18
 NOISY_SPREAD = 1.5  # p90 / median above this gets a note: the figure is shaky
+PLACEMENT_CHANGE = 2.0
+"""A workload whose cores' round trip before and after its runs differs by
+more than this factor gets a note: its threads' CPUs moved (near ~80-100
+ns, distant ~350 ns on the 2-vCPU AMD EPYC of docs/runtime.md)."""
 AGREEMENT_RTOL = 1e-3  # of the output's largest magnitude; float32 sums reorder
 INPUT_SEED = 1  # the weights use seed 0 (workloads.get)
 
@@ -147,6 +157,9 @@ class Result:
     problems: dict[str, str]
     profile: dict[str, Any] | None = None
     """ember's ``GraphExecutor.profile`` of this workload, as a dict."""
+    round_trip_ns: tuple[float | None, float | None] = (None, None)
+    """A cache line's round trip between the CPUs two threads run on, just
+    before and just after this workload's runs (:func:`round_trip_ns`)."""
 
     def ratio(self, peer: str) -> float | None:
         ours, theirs = self.median_ms.get("ember"), self.median_ms.get(peer)
@@ -725,10 +738,29 @@ def environment(threads: int) -> dict[str, Any]:
     }
 
 
+def round_trip_ns(threads: int) -> float | None:
+    """How long a cache line takes between the first two CPUs this process
+    may use and back (:func:`ember.runtime.cores.round_trip_ns`), where two
+    or more threads run; else None.  On a 2-vCPU virtual machine it tells
+    the placements apart: both vCPUs on one core complex of an AMD EPYC
+    (~80-100 ns measured this way) or on two (~350 ns), where every kernel
+    that hands data between its threads pays more (docs/runtime.md,
+    "Threads")."""
+    if threads < 2:
+        return None
+    from ember.runtime.cores import round_trip_ns as measure_round_trip
+
+    return measure_round_trip()
+
+
 def _ms(value: float | None) -> str:
     if value is None:
         return "n/a"
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def _ns(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}"
 
 
 def _ratio(value: float | None) -> str:
@@ -782,7 +814,22 @@ def format_table(results: Sequence[Result], env: dict[str, Any]) -> str:
         f"machine: {env['machine']}; ISA: {', '.join(env.get('isa') or ['unknown'])}; "
         f"load average before the run: {load}",
     ]
+    trips = [(r.workload, r.round_trip_ns) for r in results if any(r.round_trip_ns)]
+    if trips:
+        pair = cpu_pair()
+        between = f"CPUs {pair[0]} and {pair[1]}" if pair else "two CPUs"
+        text.append(
+            f"cache-line round trip between {between}, ns, before/after each workload: "
+            + ", ".join(f"{w} {_ns(a)}/{_ns(b)}" for w, (a, b) in trips)
+        )
     for r in results:
+        a, b = r.round_trip_ns
+        if a is not None and b is not None and max(a, b) > PLACEMENT_CHANGE * min(a, b):
+            text.append(
+                f"note: {r.workload}: the cores' round trip went from {_ns(a)} to {_ns(b)} ns "
+                "during its runs: its threads' CPUs moved closer or apart, and its times "
+                "mix both placements"
+            )
         text += [f"note: {r.workload}: {f}: {why}" for f, why in r.problems.items()]
         for framework, timing in r.timings.items():
             spread = timing["p90_ms"] / timing["median_ms"]
@@ -900,14 +947,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+        before = round_trip_ns(args.threads)
         if args.same_process:
-            results.append(measure(name, runs, args.warmup, args.block, args.threads))
+            result = measure(name, runs, args.warmup, args.block, args.threads)
         else:
-            results.append(
-                measure_isolated(
-                    name, runs, args.warmup, args.threads, args.blas_threads, args.rounds
-                )
+            result = measure_isolated(
+                name, runs, args.warmup, args.threads, args.blas_threads, args.rounds
             )
+        results.append(replace(result, round_trip_ns=(before, round_trip_ns(args.threads))))
     print(format_table(results, env))
     if args.profile:
         from ember.runtime.profiler import Profile

@@ -308,6 +308,41 @@ def test_the_table_has_a_pytorch_column_and_names_the_isa() -> None:
     assert any("ISA: avx2, fma" in line for line in lines)
 
 
+def test_the_table_gives_the_cores_round_trip_and_notes_a_move() -> None:
+    """Each workload's round trip before/after its runs is one line; a
+    workload whose CPUs moved apart (or closer) during its runs gets a note."""
+
+    def row(workload: str, trip: tuple[float | None, float | None]) -> compare.Result:
+        return compare.Result(
+            workload=workload,
+            median_ms={"ember": 1.0, "numpy": 2.0, "onnxruntime": 2.0, "pytorch": 2.0},
+            compile_s=0.5,
+            setup_s={},
+            max_rel_error={},
+            timings={},
+            problems={},
+            round_trip_ns=trip,
+        )
+
+    env = {
+        "machine": "Some CPU, 2 cores available",
+        "isa": ["avx2"],
+        "versions": {"python": "3"},
+        "threads": {"ember": 2},
+        "load_average": (0.0, 0.0, 0.0),
+    }
+    text = compare.format_table([row("mlp", (81.2, 90.0)), row("resnet18", (82.0, 351.4))], env)
+    assert "before/after each workload: mlp 81/90, resnet18 82/351" in text
+    notes = [line for line in text.splitlines() if "round trip went" in line]
+    assert notes == [
+        "note: resnet18: the cores' round trip went from 82 to 351 ns during its runs: "
+        "its threads' CPUs moved closer or apart, and its times mix both placements"
+    ]
+    one_thread = compare.format_table([row("mlp", (None, None))], env)
+    assert "round trip" not in one_thread
+    assert compare.round_trip_ns(1) is None
+
+
 def test_a_missing_torch_reads_na_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
     assert "pip install -e .[bench]" in (torch_models.missing() or "")
