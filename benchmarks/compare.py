@@ -86,7 +86,7 @@ import torch_models
 
 import ember
 from ember.errors import EmberError
-from ember.runtime.cores import cpu_pair
+from ember.runtime.cores import cpu_pair, moved
 from ember.testing import workloads
 
 FRAMEWORKS: tuple[str, ...] = ("ember", "numpy", "onnxruntime", "pytorch")
@@ -96,10 +96,6 @@ PROFILE_REPEAT = 20  # runs GraphExecutor.profile medians over
 DEFAULT_REPEAT = 50
 DEFAULT_REPEAT_BY_WORKLOAD = {"resnet18": 20}  # >= 20 runs for resnet18
 NOISY_SPREAD = 1.5  # p90 / median above this gets a note: the figure is shaky
-PLACEMENT_CHANGE = 2.0
-"""A workload whose cores' round trip before and after its runs differs by
-more than this factor gets a note: its threads' CPUs moved (near ~80-100
-ns, distant ~350 ns on the 2-vCPU AMD EPYC of docs/runtime.md)."""
 AGREEMENT_RTOL = 1e-3  # of the output's largest magnitude; float32 sums reorder
 INPUT_SEED = 1  # the weights use seed 0 (workloads.get)
 
@@ -824,7 +820,7 @@ def format_table(results: Sequence[Result], env: dict[str, Any]) -> str:
         )
     for r in results:
         a, b = r.round_trip_ns
-        if a is not None and b is not None and max(a, b) > PLACEMENT_CHANGE * min(a, b):
+        if a is not None and b is not None and moved(a, b):
             text.append(
                 f"note: {r.workload}: the cores' round trip went from {_ns(a)} to {_ns(b)} ns "
                 "during its runs: its threads' CPUs moved closer or apart, and its times "

@@ -112,6 +112,35 @@ def test_a_loaded_artifact_can_be_profiled(tmp_path: Path) -> None:
     assert [row.name for row in profile.rows] == ["relu", "relu"]
 
 
+def test_the_profile_says_how_far_apart_the_threads_cores_are(
+    mlp: ember.GraphExecutor,
+) -> None:
+    """Two threads or more: the cores' round trip before and after the runs,
+    in the title and the JSON; one thread: none."""
+    from ember.runtime import cores, threads
+
+    with threads.limit_threads(1):
+        alone = mlp.profile(repeat=2)
+    assert alone.round_trip_ns is None and "apart" not in str(alone)
+    if cores.cpu_pair() is None or threads.num_threads() < 2:
+        pytest.skip("one CPU: no round trip to measure")
+    profile = mlp.profile(repeat=2)
+    assert profile.round_trip_ns is not None and min(profile.round_trip_ns) > 0
+    assert " ns apart, peak " in str(profile).splitlines()[0]
+    data = json.loads(profile.to_json())
+    assert Profile.from_dict(data) == profile
+    del data["round_trip_ns"]  # a profile saved before the field existed
+    assert Profile.from_dict(data).round_trip_ns is None
+
+
+def test_a_move_of_the_cores_during_the_runs_shows_both_round_trips() -> None:
+    def title(trip: tuple[float, float]) -> str:
+        return str(Profile("main", (), 0.01, 5, 2, 100.0, "znver4", trip)).splitlines()[0]
+
+    assert "2 thread(s) on cores 90 ns apart, peak 100.0" in title((81.0, 90.4))
+    assert "2 thread(s) on cores 81 → 352 ns apart, peak" in title((81.0, 351.6))
+
+
 def test_profile_rejects_what_it_cannot_time() -> None:
     interpreted = ember.GraphExecutor(ember.build(TWO_RELUS, target="interp"))
     with pytest.raises(RuntimeFailure, match="target 'interp' has no timed entry"):

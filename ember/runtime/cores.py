@@ -36,6 +36,17 @@ WARM_UP = 100
 """Untimed round trips before each batch: the partner thread, let go by a
 Python barrier, may take a while to start (it needs the GIL)."""
 
+PLACEMENT_CHANGE = 2.0
+"""Round trips before and after a measurement that differ by more than this
+factor mean the CPUs moved closer or apart in between (near ~80-100 ns,
+distant ~350 ns on the 2-vCPU AMD EPYC of docs/runtime.md)."""
+
+
+def moved(before: float, after: float) -> bool:
+    """Whether two round trips say the CPUs moved (:data:`PLACEMENT_CHANGE`)."""
+    return max(before, after) > PLACEMENT_CHANGE * min(before, after)
+
+
 SPIN_LIMIT = 1 << 26
 """Polls of the line after which a side gives up (~0.1 s): a partner that
 never answers (a thread that could not start on its CPU) ends the
@@ -193,4 +204,4 @@ def round_trip_ns(
     return statistics.median(times) / rounds * 1e9
 
 
-__all__ = ["cpu_pair", "ping_pong", "round_trip_ns"]
+__all__ = ["PLACEMENT_CHANGE", "cpu_pair", "moved", "ping_pong", "round_trip_ns"]

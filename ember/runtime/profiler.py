@@ -67,6 +67,11 @@ class Profile:
     peak_gflops: float
     """The peak the percentages are of: per-core peak x ``threads``."""
     cpu: str
+    round_trip_ns: tuple[float, float] | None = None
+    """A cache line's round trip between the first two CPUs, just before
+    and just after the runs (:func:`ember.runtime.cores.round_trip_ns`): how
+    dear it is for the threads to hand each other data.  None on one
+    thread, or where it cannot be measured."""
 
     @property
     def total_ms(self) -> float:
@@ -99,6 +104,7 @@ class Profile:
             "threads": self.threads,
             "peak_gflops": self.peak_gflops,
             "cpu": self.cpu,
+            "round_trip_ns": None if self.round_trip_ns is None else list(self.round_trip_ns),
             "kernels": kernels,
         }
 
@@ -115,9 +121,11 @@ class Profile:
                 )
                 for row in data["kernels"].values()
             )
+            trip = data.get("round_trip_ns")
             return cls(
                 data["entry"], rows, data["overhead_ms"], data["repeat"],
                 data["threads"], data["peak_gflops"], data["cpu"],
+                None if trip is None else (float(trip[0]), float(trip[1])),
             )
         except (KeyError, TypeError, AttributeError) as e:
             raise RuntimeFailure(f"not a profile: {type(e).__name__}: {e}") from None
@@ -153,13 +161,28 @@ class Profile:
         title = (
             f"Profile of @{self.entry}: {self.total_ms:.4f} ms per inference, "
             f"{self.overhead_ms * 1e3:.2f} us outside kernels (medians of {self.repeat} runs; "
-            f"{self.threads} thread(s), peak {self.peak_gflops:.1f} GFLOP/s, {self.cpu})"
+            f"{self.threads} thread(s){self._apart()}, peak {self.peak_gflops:.1f} GFLOP/s, "
+            f"{self.cpu})"
         )
         return "\n".join([title, render(header), *map(render, lines)])
 
 
+    def _apart(self) -> str:
+        """`` on cores 83 ns apart`` (the round trip), or ``83 → 351`` where
+        the CPUs moved during the runs; empty without a round trip."""
+        if self.round_trip_ns is None:
+            return ""
+        from ember.runtime.cores import moved
+
+        before, after = self.round_trip_ns
+        if moved(before, after):
+            return f" on cores {before:.0f} → {after:.0f} ns apart"
+        return f" on cores {max(before, after):.0f} ns apart"
+
+
 def profile_executor(executor: GraphExecutor, repeat: int) -> Profile:
     """Profile ``repeat`` runs of ``executor`` (its inputs already set)."""
+    from ember.runtime.cores import round_trip_ns
     from ember.runtime.peak import peak
     from ember.runtime.threads import num_threads
 
@@ -174,6 +197,8 @@ def profile_executor(executor: GraphExecutor, repeat: int) -> Profile:
     slots = executor._slots  # noqa: SLF001 - this thread's buffers, as run() uses
     timed_run = lib.bind_timed(slots.input_list, slots.outputs, clock)
     executor.run()  # warm-up; reports unset inputs before any timing
+    threads = num_threads()
+    trip_before = round_trip_ns() if threads > 1 else None
     samples = np.empty((repeat, len(sites) + 1))
     for r in range(repeat):
         start = time.perf_counter_ns()
@@ -182,9 +207,9 @@ def profile_executor(executor: GraphExecutor, repeat: int) -> Profile:
         marks = clock[:, 0] * 1_000_000_000 + clock[:, 1]
         samples[r, :-1] = np.diff(marks)
         samples[r, -1] = max(wall - (marks[-1] - marks[0]), 0)
+    trip_after = round_trip_ns() if trip_before is not None else None
     medians = np.median(samples, axis=0) / 1e6  # ms
     total = float(medians.sum())
-    threads = num_threads()
     machine = peak()
     peak_gflops = machine.gflops(threads)
     rows = []
@@ -202,7 +227,9 @@ def profile_executor(executor: GraphExecutor, repeat: int) -> Profile:
                 None if gflops is None else 100 * gflops / peak_gflops,
             )
         )
+    trip = None if trip_before is None or trip_after is None else (trip_before, trip_after)
     return Profile(
-        lib.entry_name, tuple(rows), float(medians[-1]), repeat, threads, peak_gflops, machine.cpu
+        lib.entry_name, tuple(rows), float(medians[-1]), repeat, threads, peak_gflops,
+        machine.cpu, trip,
     )
 
