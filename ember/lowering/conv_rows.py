@@ -118,16 +118,17 @@ def _column_phases(em: g2k._Emitter, source: SSAValue, stride: int) -> SSAValue:
     width = -(-w // stride)
     phases = em.alloc([n, channels, h, stride, width])
     phases.name_hint = "phases"
-    # One parallel loop over the rows of all channels: a 3-channel input
-    # would keep a third of a pair of threads idle.
+    # One parallel loop over the rows of all channels, row-major: a 3-channel
+    # input would keep a third of a pair of threads idle, and the row tiles
+    # reading P split by output rows, so each thread reads rows it wrote.
     with (
         em.loop("n", n) as i_n,
-        em.loop("cy", channels * h, "parallel" if channels * h > 1 else "serial") as i_cy,
+        em.loop("yc", h * channels, "parallel" if channels * h > 1 else "serial") as i_yc,
         em.loop("p", stride) as i_p,
         em.loop("x", width, "vectorized") as i_x,
-        em.kblock("column_phases", g2k._spatial([i_n, i_cy, i_p, i_x])) as (vn, vcy, vp, vx),
+        em.kblock("column_phases", g2k._spatial([i_n, i_yc, i_p, i_x])) as (vn, vyc, vp, vx),
     ):
-        vc, vy = g2k._unflatten(em, vcy, [channels, h])
+        vy, vc = g2k._unflatten(em, vyc, [h, channels])
         vs = [vn, vc, vy, vp, vx]
         column = em.affine([(vx, stride), (vp, 1)])
         inside = em.add(arith.CmpiOp(column, em.index(w), "slt"))

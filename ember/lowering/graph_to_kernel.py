@@ -896,12 +896,14 @@ def padded_copy(
     padding: Sequence[int],
     fill: float,
     strides: Sequence[int] = (1, 1),
+    by_rows: bool = False,
 ) -> SSAValue:
     """An f32 copy of the NCHW buffer ``source`` padded by ``[top, left,
     bottom, right]`` with ``fill``, so window loops need no bounds tests
     (TVM's ``pad_temp``; ``kernel-pad-input`` makes one for a naive
     kernel's :func:`_window_read`); with ``strides`` its rows and columns
-    are spread that many steps apart, ``fill`` between them."""
+    are spread that many steps apart, ``fill`` between them.  Its threads
+    share the planes, or with ``by_rows`` the rows (:func:`_padded_rows`)."""
     n, c, h, w = source.type.get_shape()  # type: ignore[attr-defined]
     top, left, bottom, right = padding
     sh, sw = strides
@@ -909,6 +911,11 @@ def padded_copy(
     padded_shape = [n, c, spread_h + top + bottom, spread_w + left + right]
     padded = em.alloc(padded_shape)
     padded.name_hint = "pad"
+    if by_rows:
+        if (sh, sw) != (1, 1):
+            raise PassError("padded_copy: a copy spread at stride steps is made by planes")
+        _padded_rows(em, source, padded, padding, fill)
+        return padded
     # One parallel loop over planes, each filled (as one flat loop) and then
     # copied into: one thread team instead of two, and little code.
     with (
@@ -932,6 +939,38 @@ def padded_copy(
             at = [vn, vc, em.affine([(vh, sh)], top), em.affine([(vw, sw)], left)]
             em.store(value, padded, at)
     return padded
+
+
+def _padded_rows(
+    em: _Emitter, source: SSAValue, padded: SSAValue, padding: Sequence[int], fill: float
+) -> None:
+    """:func:`padded_copy` in parallel over the padded rows, every
+    channel's row ``r`` by the thread that has ``r``: its left padding, its
+    data (``fill`` in a padding row: a select on the row, the loads
+    contiguous) and its right padding."""
+    n, c, h, w = source.type.get_shape()  # type: ignore[attr-defined]
+    _, _, rows, _ = padded.type.get_shape()  # type: ignore[attr-defined]
+    top, left, _, right = padding
+    with (
+        em.loop("n", n) as i_n,
+        em.loop("r", rows, "parallel" if rows > 1 else "serial") as i_r,
+        em.loop("c", c) as i_c,
+    ):
+        for first, count, data in ((0, left, False), (left, w, True), (left + w, right, False)):
+            if not count:
+                continue
+            with (
+                em.loop("x", count, "vectorized") as i_x,
+                em.kblock("pad_row", _spatial([i_n, i_c, i_r, i_x])) as (vn, vc, vr, vx),
+            ):
+                value = em.const(fill, f32)
+                if data:
+                    data_row = em.add_index(vr, -top)
+                    clamped = _min(em, _max(em, data_row, em.index(0)), em.index(h - 1))
+                    inside = em.add(arith.CmpiOp(data_row, clamped, "eq"))
+                    loaded = em.load_widened(source, [vn, vc, clamped, vx])
+                    value = em.add(arith.SelectOp(inside, loaded, value))
+                em.store(value, padded, [vn, vc, vr, em.add_index(vx, first)])
 
 
 def _window_read(

@@ -1,24 +1,39 @@
 func.func @fused_conv2d_add_relu_batch_flatten(%data: memref<1x3x8x8xf32>, %weight: memref<1x3x3x3x16xf32>, %rhs: memref<16x1x1xf32>, %out: memref<1x1024xf32>) attributes {kernel.kernel} {
   %pad = memref.alloc() : memref<1x3x10x10xf32>
   kernel.for %n = 0 to 1 {
-    kernel.for %c = 0 to 3 parallel {
-      kernel.for %hw = 0 to 100 vectorized {
-        kernel.block "pad_fill" (%vn = spatial %n, %vc = spatial %c, %vhw = spatial %hw) {
-          %0 = arith.constant 10 : index
-          %1 = arith.divsi %vhw, %0 : index
-          %2 = arith.remsi %vhw, %0 : index
-          %3 = arith.constant 0.000000e+00 : f32
-          memref.store %3, %pad[%vn, %vc, %1, %2] : memref<1x3x10x10xf32>
+    kernel.for %r = 0 to 10 parallel {
+      kernel.for %c = 0 to 3 {
+        kernel.for %x = 0 to 1 vectorized {
+          kernel.block "pad_row" (%vn = spatial %n, %vc = spatial %c, %vr = spatial %r, %vx = spatial %x) {
+            %0 = arith.constant 0.000000e+00 : f32
+            memref.store %0, %pad[%vn, %vc, %vr, %vx] : memref<1x3x10x10xf32>
+          }
         }
-      }
-      kernel.for %h = 0 to 8 {
-        kernel.for %w = 0 to 8 vectorized {
-          kernel.block "pad_copy" (%vn_1 = spatial %n, %vc_1 = spatial %c, %vh = spatial %h, %vw = spatial %w) {
-            %4 = memref.load %data[%vn_1, %vc_1, %vh, %vw] : memref<1x3x8x8xf32>
-            %5 = arith.constant 1 : index
-            %6 = arith.addi %vh, %5 : index
-            %7 = arith.addi %vw, %5 : index
-            memref.store %4, %pad[%vn_1, %vc_1, %6, %7] : memref<1x3x10x10xf32>
+        kernel.for %x_1 = 0 to 8 vectorized {
+          kernel.block "pad_row" (%vn_1 = spatial %n, %vc_1 = spatial %c, %vr_1 = spatial %r, %vx_1 = spatial %x_1) {
+            %1 = arith.constant 0.000000e+00 : f32
+            %2 = arith.constant -1 : index
+            %3 = arith.addi %vr_1, %2 : index
+            %4 = arith.constant 0 : index
+            %5 = arith.cmpi sgt, %3, %4 : index
+            %6 = arith.select %5, %3, %4 : index
+            %7 = arith.constant 7 : index
+            %8 = arith.cmpi slt, %6, %7 : index
+            %9 = arith.select %8, %6, %7 : index
+            %10 = arith.cmpi eq, %3, %9 : index
+            %11 = memref.load %data[%vn_1, %vc_1, %9, %vx_1] : memref<1x3x8x8xf32>
+            %12 = arith.select %10, %11, %1 : f32
+            %13 = arith.constant 1 : index
+            %14 = arith.addi %vx_1, %13 : index
+            memref.store %12, %pad[%vn_1, %vc_1, %vr_1, %14] : memref<1x3x10x10xf32>
+          }
+        }
+        kernel.for %x_2 = 0 to 1 vectorized {
+          kernel.block "pad_row" (%vn_2 = spatial %n, %vc_2 = spatial %c, %vr_2 = spatial %r, %vx_2 = spatial %x_2) {
+            %15 = arith.constant 0.000000e+00 : f32
+            %16 = arith.constant 9 : index
+            %17 = arith.addi %vx_2, %16 : index
+            memref.store %15, %pad[%vn_2, %vc_2, %vr_2, %17] : memref<1x3x10x10xf32>
           }
         }
       }
@@ -28,15 +43,15 @@ func.func @fused_conv2d_add_relu_batch_flatten(%data: memref<1x3x8x8xf32>, %weig
     %acc = memref.alloc() : memref<4x16xf32>
     kernel.for %l = 0 to 16 vectorized {
       kernel.block "conv2d_init" (%vpt = spatial %pt, %vl = spatial %l) {
-        %8 = arith.constant 0.000000e+00 : f32
-        %9 = arith.constant 0 : index
-        memref.store %8, %acc[%9, %vl] : memref<4x16xf32>
-        %10 = arith.constant 1 : index
-        memref.store %8, %acc[%10, %vl] : memref<4x16xf32>
-        %11 = arith.constant 2 : index
-        memref.store %8, %acc[%11, %vl] : memref<4x16xf32>
-        %12 = arith.constant 3 : index
-        memref.store %8, %acc[%12, %vl] : memref<4x16xf32>
+        %18 = arith.constant 0.000000e+00 : f32
+        %19 = arith.constant 0 : index
+        memref.store %18, %acc[%19, %vl] : memref<4x16xf32>
+        %20 = arith.constant 1 : index
+        memref.store %18, %acc[%20, %vl] : memref<4x16xf32>
+        %21 = arith.constant 2 : index
+        memref.store %18, %acc[%21, %vl] : memref<4x16xf32>
+        %22 = arith.constant 3 : index
+        memref.store %18, %acc[%22, %vl] : memref<4x16xf32>
       }
     }
     kernel.for %ic = 0 to 3 {
@@ -44,53 +59,53 @@ func.func @fused_conv2d_add_relu_batch_flatten(%data: memref<1x3x8x8xf32>, %weig
         kernel.for %kw = 0 to 3 unrolled {
           kernel.for %l_1 = 0 to 16 vectorized {
             kernel.block "conv2d" (%vpt_1 = spatial %pt, %vic = reduce %ic, %vkh = reduce %kh, %vkw = reduce %kw, %vl_1 = spatial %l_1) {
-              %13 = arith.constant 0 : index
-              %14 = arith.constant 4 : index
-              %15 = arith.muli %vpt_1, %14 : index
-              %16 = memref.load %weight[%13, %vic, %vkh, %vkw, %vl_1] : memref<1x3x3x3x16xf32>
-              %17 = arith.constant 8 : index
-              %18 = arith.divsi %15, %17 : index
-              %19 = arith.remsi %15, %17 : index
-              %20 = arith.addi %18, %vkh : index
-              %21 = arith.addi %19, %vkw : index
-              %22 = memref.load %pad[%13, %vic, %20, %21] : memref<1x3x10x10xf32>
-              %23 = memref.load %acc[%13, %vl_1] : memref<4x16xf32>
-              %24 = arith.mulf %22, %16 : f32
-              %25 = arith.addf %23, %24 : f32
-              memref.store %25, %acc[%13, %vl_1] : memref<4x16xf32>
-              %26 = arith.constant 1 : index
-              %27 = arith.addi %15, %26 : index
-              %28 = arith.divsi %27, %17 : index
-              %29 = arith.remsi %27, %17 : index
+              %23 = arith.constant 0 : index
+              %24 = arith.constant 4 : index
+              %25 = arith.muli %vpt_1, %24 : index
+              %26 = memref.load %weight[%23, %vic, %vkh, %vkw, %vl_1] : memref<1x3x3x3x16xf32>
+              %27 = arith.constant 8 : index
+              %28 = arith.divsi %25, %27 : index
+              %29 = arith.remsi %25, %27 : index
               %30 = arith.addi %28, %vkh : index
               %31 = arith.addi %29, %vkw : index
-              %32 = memref.load %pad[%13, %vic, %30, %31] : memref<1x3x10x10xf32>
-              %33 = memref.load %acc[%26, %vl_1] : memref<4x16xf32>
-              %34 = arith.mulf %32, %16 : f32
+              %32 = memref.load %pad[%23, %vic, %30, %31] : memref<1x3x10x10xf32>
+              %33 = memref.load %acc[%23, %vl_1] : memref<4x16xf32>
+              %34 = arith.mulf %32, %26 : f32
               %35 = arith.addf %33, %34 : f32
-              memref.store %35, %acc[%26, %vl_1] : memref<4x16xf32>
-              %36 = arith.constant 2 : index
-              %37 = arith.addi %15, %36 : index
-              %38 = arith.divsi %37, %17 : index
-              %39 = arith.remsi %37, %17 : index
+              memref.store %35, %acc[%23, %vl_1] : memref<4x16xf32>
+              %36 = arith.constant 1 : index
+              %37 = arith.addi %25, %36 : index
+              %38 = arith.divsi %37, %27 : index
+              %39 = arith.remsi %37, %27 : index
               %40 = arith.addi %38, %vkh : index
               %41 = arith.addi %39, %vkw : index
-              %42 = memref.load %pad[%13, %vic, %40, %41] : memref<1x3x10x10xf32>
+              %42 = memref.load %pad[%23, %vic, %40, %41] : memref<1x3x10x10xf32>
               %43 = memref.load %acc[%36, %vl_1] : memref<4x16xf32>
-              %44 = arith.mulf %42, %16 : f32
+              %44 = arith.mulf %42, %26 : f32
               %45 = arith.addf %43, %44 : f32
               memref.store %45, %acc[%36, %vl_1] : memref<4x16xf32>
-              %46 = arith.constant 3 : index
-              %47 = arith.addi %15, %46 : index
-              %48 = arith.divsi %47, %17 : index
-              %49 = arith.remsi %47, %17 : index
+              %46 = arith.constant 2 : index
+              %47 = arith.addi %25, %46 : index
+              %48 = arith.divsi %47, %27 : index
+              %49 = arith.remsi %47, %27 : index
               %50 = arith.addi %48, %vkh : index
               %51 = arith.addi %49, %vkw : index
-              %52 = memref.load %pad[%13, %vic, %50, %51] : memref<1x3x10x10xf32>
+              %52 = memref.load %pad[%23, %vic, %50, %51] : memref<1x3x10x10xf32>
               %53 = memref.load %acc[%46, %vl_1] : memref<4x16xf32>
-              %54 = arith.mulf %52, %16 : f32
+              %54 = arith.mulf %52, %26 : f32
               %55 = arith.addf %53, %54 : f32
               memref.store %55, %acc[%46, %vl_1] : memref<4x16xf32>
+              %56 = arith.constant 3 : index
+              %57 = arith.addi %25, %56 : index
+              %58 = arith.divsi %57, %27 : index
+              %59 = arith.remsi %57, %27 : index
+              %60 = arith.addi %58, %vkh : index
+              %61 = arith.addi %59, %vkw : index
+              %62 = memref.load %pad[%23, %vic, %60, %61] : memref<1x3x10x10xf32>
+              %63 = memref.load %acc[%56, %vl_1] : memref<4x16xf32>
+              %64 = arith.mulf %62, %26 : f32
+              %65 = arith.addf %63, %64 : f32
+              memref.store %65, %acc[%56, %vl_1] : memref<4x16xf32>
             }
           }
         }
@@ -98,74 +113,74 @@ func.func @fused_conv2d_add_relu_batch_flatten(%data: memref<1x3x8x8xf32>, %weig
     }
     kernel.for %l_2 = 0 to 16 vectorized {
       kernel.block "conv2d_store" (%vpt_2 = spatial %pt, %vl_2 = spatial %l_2) {
-        %56 = arith.constant 0 : index
-        %57 = arith.constant 4 : index
-        %58 = arith.muli %vpt_2, %57 : index
-        %59 = arith.constant 16 : index
-        %60 = arith.muli %56, %59 : index
-        %61 = arith.addi %60, %vl_2 : index
-        %62 = memref.load %acc[%56, %vl_2] : memref<4x16xf32>
-        %63 = arith.constant 8 : index
-        %64 = arith.divsi %58, %63 : index
-        %65 = arith.remsi %58, %63 : index
-        %66 = memref.load %rhs[%61, %56, %56] : memref<16x1x1xf32>
-        %67 = arith.addf %62, %66 : f32
-        %68 = arith.constant 0.000000e+00 : f32
-        %69 = arith.maximumf %67, %68 : f32
-        %70 = arith.constant 1024 : index
-        %71 = arith.muli %56, %70 : index
-        %72 = arith.constant 64 : index
-        %73 = arith.muli %61, %72 : index
-        %74 = arith.addi %71, %73 : index
-        %75 = arith.muli %64, %63 : index
-        %76 = arith.addi %74, %75 : index
-        %77 = arith.addi %76, %65 : index
-        memref.store %69, %out[%56, %77] : memref<1x1024xf32>
-        %78 = arith.constant 1 : index
-        %79 = memref.load %acc[%78, %vl_2] : memref<4x16xf32>
-        %80 = arith.addi %58, %78 : index
-        %81 = arith.divsi %80, %63 : index
-        %82 = arith.remsi %80, %63 : index
-        %83 = memref.load %rhs[%61, %56, %56] : memref<16x1x1xf32>
-        %84 = arith.addf %79, %83 : f32
-        %85 = arith.maximumf %84, %68 : f32
-        %86 = arith.muli %56, %70 : index
-        %87 = arith.muli %61, %72 : index
-        %88 = arith.addi %86, %87 : index
-        %89 = arith.muli %81, %63 : index
-        %90 = arith.addi %88, %89 : index
-        %91 = arith.addi %90, %82 : index
-        memref.store %85, %out[%56, %91] : memref<1x1024xf32>
-        %92 = arith.constant 2 : index
-        %93 = memref.load %acc[%92, %vl_2] : memref<4x16xf32>
-        %94 = arith.addi %58, %92 : index
-        %95 = arith.divsi %94, %63 : index
-        %96 = arith.remsi %94, %63 : index
-        %97 = memref.load %rhs[%61, %56, %56] : memref<16x1x1xf32>
-        %98 = arith.addf %93, %97 : f32
-        %99 = arith.maximumf %98, %68 : f32
-        %100 = arith.muli %56, %70 : index
-        %101 = arith.muli %61, %72 : index
-        %102 = arith.addi %100, %101 : index
-        %103 = arith.muli %95, %63 : index
-        %104 = arith.addi %102, %103 : index
-        %105 = arith.addi %104, %96 : index
-        memref.store %99, %out[%56, %105] : memref<1x1024xf32>
-        %106 = arith.constant 3 : index
-        %107 = memref.load %acc[%106, %vl_2] : memref<4x16xf32>
-        %108 = arith.addi %58, %106 : index
-        %109 = arith.divsi %108, %63 : index
-        %110 = arith.remsi %108, %63 : index
-        %111 = memref.load %rhs[%61, %56, %56] : memref<16x1x1xf32>
-        %112 = arith.addf %107, %111 : f32
-        %113 = arith.maximumf %112, %68 : f32
-        %114 = arith.muli %56, %70 : index
-        %115 = arith.muli %61, %72 : index
-        %116 = arith.addi %114, %115 : index
-        %117 = arith.muli %109, %63 : index
-        %118 = arith.addi %116, %117 : index
-        %119 = arith.addi %118, %110 : index
-        memref.store %113, %out[%56, %119] : memref<1x1024xf32>
+        %66 = arith.constant 0 : index
+        %67 = arith.constant 4 : index
+        %68 = arith.muli %vpt_2, %67 : index
+        %69 = arith.constant 16 : index
+        %70 = arith.muli %66, %69 : index
+        %71 = arith.addi %70, %vl_2 : index
+        %72 = memref.load %acc[%66, %vl_2] : memref<4x16xf32>
+        %73 = arith.constant 8 : index
+        %74 = arith.divsi %68, %73 : index
+        %75 = arith.remsi %68, %73 : index
+        %76 = memref.load %rhs[%71, %66, %66] : memref<16x1x1xf32>
+        %77 = arith.addf %72, %76 : f32
+        %78 = arith.constant 0.000000e+00 : f32
+        %79 = arith.maximumf %77, %78 : f32
+        %80 = arith.constant 1024 : index
+        %81 = arith.muli %66, %80 : index
+        %82 = arith.constant 64 : index
+        %83 = arith.muli %71, %82 : index
+        %84 = arith.addi %81, %83 : index
+        %85 = arith.muli %74, %73 : index
+        %86 = arith.addi %84, %85 : index
+        %87 = arith.addi %86, %75 : index
+        memref.store %79, %out[%66, %87] : memref<1x1024xf32>
+        %88 = arith.constant 1 : index
+        %89 = memref.load %acc[%88, %vl_2] : memref<4x16xf32>
+        %90 = arith.addi %68, %88 : index
+        %91 = arith.divsi %90, %73 : index
+        %92 = arith.remsi %90, %73 : index
+        %93 = memref.load %rhs[%71, %66, %66] : memref<16x1x1xf32>
+        %94 = arith.addf %89, %93 : f32
+        %95 = arith.maximumf %94, %78 : f32
+        %96 = arith.muli %66, %80 : index
+        %97 = arith.muli %71, %82 : index
+        %98 = arith.addi %96, %97 : index
+        %99 = arith.muli %91, %73 : index
+        %100 = arith.addi %98, %99 : index
+        %101 = arith.addi %100, %92 : index
+        memref.store %95, %out[%66, %101] : memref<1x1024xf32>
+        %102 = arith.constant 2 : index
+        %103 = memref.load %acc[%102, %vl_2] : memref<4x16xf32>
+        %104 = arith.addi %68, %102 : index
+        %105 = arith.divsi %104, %73 : index
+        %106 = arith.remsi %104, %73 : index
+        %107 = memref.load %rhs[%71, %66, %66] : memref<16x1x1xf32>
+        %108 = arith.addf %103, %107 : f32
+        %109 = arith.maximumf %108, %78 : f32
+        %110 = arith.muli %66, %80 : index
+        %111 = arith.muli %71, %82 : index
+        %112 = arith.addi %110, %111 : index
+        %113 = arith.muli %105, %73 : index
+        %114 = arith.addi %112, %113 : index
+        %115 = arith.addi %114, %106 : index
+        memref.store %109, %out[%66, %115] : memref<1x1024xf32>
+        %116 = arith.constant 3 : index
+        %117 = memref.load %acc[%116, %vl_2] : memref<4x16xf32>
+        %118 = arith.addi %68, %116 : index
+        %119 = arith.divsi %118, %73 : index
+        %120 = arith.remsi %118, %73 : index
+        %121 = memref.load %rhs[%71, %66, %66] : memref<16x1x1xf32>
+        %122 = arith.addf %117, %121 : f32
+        %123 = arith.maximumf %122, %78 : f32
+        %124 = arith.muli %66, %80 : index
+        %125 = arith.muli %71, %82 : index
+        %126 = arith.addi %124, %125 : index
+        %127 = arith.muli %119, %73 : index
+        %128 = arith.addi %126, %127 : index
+        %129 = arith.addi %128, %120 : index
+        memref.store %123, %out[%66, %129] : memref<1x1024xf32>
       }
     }
     memref.dealloc %acc : memref<4x16xf32>

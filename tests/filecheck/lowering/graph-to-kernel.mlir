@@ -26,8 +26,9 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %v: tensor<3x3
 // CHECK-NEXT:    %5 = graph.call_extern "env.relu"(%4) : (tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32>
 // CHECK-NEXT:    func.return %5 : tensor<1x3x4x4xf32>
 
-// conv2d: a padded f32 copy of the input (kernel-pad-input; one parallel loop over planes:
-// fill, then copy); the weight packed into panels of output channels (here
+// conv2d: a padded f32 copy of the input (kernel-pad-input; of 2 channels,
+// which the conv reads all of: one parallel loop over the padded rows, each
+// row's left padding, data and right padding); the weight packed into panels of output channels (here
 // at run time: it is an argument, not a constant); then a register-blocked
 // micro-kernel over (panel, tile of flattened output pixels) pairs (a
 // parallel loop, but serial here: the product is too small for threads):
@@ -39,12 +40,15 @@ func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>, %v: tensor<3x3
 // CHECK-LABEL: func.func @conv2d(%data: memref<1x2x4x4xf32>, %weight: memref<3x2x3x3xf32>, %out: memref<1x3x4x4xf32>) attributes {kernel.kernel} {
 // CHECK-NEXT:    %pad = memref.alloc() : memref<1x2x6x6xf32>
 // CHECK-NEXT:    kernel.for %n = 0 to 1 {
-// CHECK-NEXT:      kernel.for %c = 0 to 2 parallel {
-// CHECK-NEXT:        kernel.for %hw = 0 to 36 vectorized {
-// CHECK-NEXT:          kernel.block "pad_fill"
-// CHECK:             kernel.for %h = 0 to 4 {
-// CHECK-NEXT:          kernel.for %w = 0 to 4 vectorized {
-// CHECK-NEXT:            kernel.block "pad_copy"
+// CHECK-NEXT:      kernel.for %r = 0 to 6 parallel {
+// CHECK-NEXT:        kernel.for %c = 0 to 2 {
+// CHECK-NEXT:          kernel.for %x = 0 to 1 vectorized {
+// CHECK-NEXT:            kernel.block "pad_row"
+// CHECK:               kernel.for %x_1 = 0 to 4 vectorized {
+// CHECK-NEXT:            kernel.block "pad_row"
+// CHECK:                   memref.load %data[
+// CHECK:               kernel.for %x_2 = 0 to 1 vectorized {
+// CHECK-NEXT:            kernel.block "pad_row"
 // CHECK:         %panels = memref.alloc() : memref<1x2x3x3x8xf32>
 // CHECK:           kernel.block "pack_zero"
 // CHECK:           kernel.block "pack"
