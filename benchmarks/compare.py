@@ -49,10 +49,12 @@ first round's process):
 share, GFLOP/s, % of peak; and the time outside kernels), ``--profile``
 prints its table too.  The report names the CPU model and its vector ISA,
 and, with two or more threads, how long a cache line takes between the
-first two CPUs and back, just before and just after each workload
-(``ember.runtime.cores.round_trip_ns``): on a 2-vCPU virtual machine that
-tells whether the two vCPUs shared a core complex (docs/runtime.md,
-"Threads"); a workload during which it changed more than 2× gets a note.
+first two CPUs and back (``ember.runtime.cores.round_trip_ns``), lowest
+and highest of the measurements around each workload's runs (before them,
+before each child's warm-up and after its timed runs, after them): on a 2-vCPU
+virtual machine that tells whether the two vCPUs shared a core complex
+(docs/runtime.md, "Threads"); a workload whose figures differ more than
+2× gets a note.
 
 onnxruntime and torch are optional (``pip install -e .[bench]``): without
 one, its column reads n/a and the table says how to install it.
@@ -153,9 +155,11 @@ class Result:
     problems: dict[str, str]
     profile: dict[str, Any] | None = None
     """ember's ``GraphExecutor.profile`` of this workload, as a dict."""
-    round_trip_ns: tuple[float | None, float | None] = (None, None)
-    """A cache line's round trip between the CPUs two threads run on, just
-    before and just after this workload's runs (:func:`round_trip_ns`)."""
+    round_trip_ns: tuple[float, ...] = ()
+    """A cache line's round trip between the CPUs two threads run on
+    (:func:`round_trip_ns`), in ns, each time it was measured around this
+    workload's runs: before them, before each child's warm-up and after its
+    timed runs, after them."""
 
     def ratio(self, peer: str) -> float | None:
         ours, theirs = self.median_ms.get("ember"), self.median_ms.get(peer)
@@ -416,6 +420,9 @@ class ChildResult:
     """Why the child has no figures (it failed); ``None`` when it has them."""
     profile_problem: str | None = None
     """Why ember's profile failed, its figures standing."""
+    round_trip_ns: list[float] = field(default_factory=list)
+    """The cores' round trip just before the warm-up and just after the
+    timed runs."""
 
 
 def run_child(spec: ChildSpec) -> None:
@@ -440,6 +447,7 @@ def run_child(spec: ChildSpec) -> None:
         result["setup_s"] = runner.setup_s
         runner.run()
         np.save(directory / "output.npy", np.asarray(runner.output()))
+        trips = [round_trip_ns(spec.threads)]  # before the warm-up, which follows it
         for _ in range(spec.warmup):
             runner.run()
         samples = []
@@ -447,7 +455,9 @@ def run_child(spec: ChildSpec) -> None:
             start = time.perf_counter()
             runner.run()
             samples.append(time.perf_counter() - start)
+        trips.append(round_trip_ns(spec.threads))
         result["samples"] = samples
+        result["round_trip_ns"] = [trip for trip in trips if trip is not None]
         if spec.profile and runner.profile is not None:
             try:
                 result["profile"] = runner.profile()
@@ -479,6 +489,7 @@ def read_child(directory: Path, framework: str, stderr: str = "") -> ChildResult
         profile=data.get("profile"),
         problem=data.get("problem"),
         profile_problem=data.get("profile_problem"),
+        round_trip_ns=data.get("round_trip_ns", []),
     )
 
 
@@ -586,7 +597,7 @@ def pool_rounds(
         for f, results in ok.items()
     }
     ember_runs = ok.get("ember", [])
-    return _result(
+    result = _result(
         name,
         timings,
         ember_runs[0].setup_s if ember_runs else None,
@@ -595,6 +606,8 @@ def pool_rounds(
         problems,
         next((c.profile for c in ember_runs if c.profile is not None), None),
     )
+    trips = tuple(trip for results in pooled.values() for c in results for trip in c.round_trip_ns)
+    return replace(result, round_trip_ns=trips)
 
 
 def _check_outputs(
@@ -759,6 +772,11 @@ def _ns(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0f}"
 
 
+def _span(trips: Sequence[float]) -> str:
+    low, high = _ns(min(trips)), _ns(max(trips))
+    return low if low == high else f"{low}-{high}"
+
+
 def _ratio(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}x"
 
@@ -810,21 +828,20 @@ def format_table(results: Sequence[Result], env: dict[str, Any]) -> str:
         f"machine: {env['machine']}; ISA: {', '.join(env.get('isa') or ['unknown'])}; "
         f"load average before the run: {load}",
     ]
-    trips = [(r.workload, r.round_trip_ns) for r in results if any(r.round_trip_ns)]
+    trips = [(r.workload, r.round_trip_ns) for r in results if r.round_trip_ns]
     if trips:
         pair = cpu_pair()
         between = f"CPUs {pair[0]} and {pair[1]}" if pair else "two CPUs"
         text.append(
-            f"cache-line round trip between {between}, ns, before/after each workload: "
-            + ", ".join(f"{w} {_ns(a)}/{_ns(b)}" for w, (a, b) in trips)
+            f"cache-line round trip between {between}, ns, lowest-highest around each "
+            "workload's runs: " + ", ".join(f"{w} {_span(t)}" for w, t in trips)
         )
     for r in results:
-        a, b = r.round_trip_ns
-        if a is not None and b is not None and moved(a, b):
+        if r.round_trip_ns and moved(min(r.round_trip_ns), max(r.round_trip_ns)):
             text.append(
-                f"note: {r.workload}: the cores' round trip went from {_ns(a)} to {_ns(b)} ns "
-                "during its runs: its threads' CPUs moved closer or apart, and its times "
-                "mix both placements"
+                f"note: {r.workload}: the cores' round trip ranged from {_ns(min(r.round_trip_ns))} "
+                f"to {_ns(max(r.round_trip_ns))} ns around its runs: its threads' CPUs moved "
+                "closer or apart, and its times may mix both placements"
             )
         text += [f"note: {r.workload}: {f}: {why}" for f, why in r.problems.items()]
         for framework, timing in r.timings.items():
@@ -950,7 +967,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = measure_isolated(
                 name, runs, args.warmup, args.threads, args.blas_threads, args.rounds
             )
-        results.append(replace(result, round_trip_ns=(before, round_trip_ns(args.threads))))
+        after = round_trip_ns(args.threads)
+        trips = tuple(t for t in (before, *result.round_trip_ns, after) if t is not None)
+        results.append(replace(result, round_trip_ns=trips))
     print(format_table(results, env))
     if args.profile:
         from ember.runtime.profiler import Profile

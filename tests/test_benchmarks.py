@@ -175,11 +175,15 @@ def test_time_interleaved_counts_runs_and_rotates_order() -> None:
 
 def test_the_child_protocol_round_trips_a_result(tmp_path: Path) -> None:
     """`compare.py --child SPEC` writes what the parent reads back: the
-    samples, the setup time and the first run's output."""
+    samples, the setup time, the first run's output and (two threads) the
+    cores' round trip before and after the timed runs."""
+    from ember.runtime.cores import cpu_pair
+
     spec = compare.ChildSpec("numpy", "tiny_pipe", 3, 1, 2, None, str(tmp_path))
     assert compare.main(["--child", json.dumps(asdict(spec))]) == 0
     child = compare.read_child(Path(spec.directory), "numpy")
     assert child.problem is None and len(child.samples) == 3 and child.setup_s > 0
+    assert len(child.round_trip_ns) == (0 if cpu_pair() is None else 2)
     _module, _params, _x, expected = _reference("tiny_pipe")
     assert child.output is not None
     _assert_close(child.output, expected)
@@ -309,10 +313,10 @@ def test_the_table_has_a_pytorch_column_and_names_the_isa() -> None:
 
 
 def test_the_table_gives_the_cores_round_trip_and_notes_a_move() -> None:
-    """Each workload's round trip before/after its runs is one line; a
-    workload whose CPUs moved apart (or closer) during its runs gets a note."""
+    """Each workload's round trips (lowest-highest) are one line; a
+    workload whose CPUs moved apart (or closer) around its runs gets a note."""
 
-    def row(workload: str, trip: tuple[float | None, float | None]) -> compare.Result:
+    def row(workload: str, trips: tuple[float, ...]) -> compare.Result:
         return compare.Result(
             workload=workload,
             median_ms={"ember": 1.0, "numpy": 2.0, "onnxruntime": 2.0, "pytorch": 2.0},
@@ -321,7 +325,7 @@ def test_the_table_gives_the_cores_round_trip_and_notes_a_move() -> None:
             max_rel_error={},
             timings={},
             problems={},
-            round_trip_ns=trip,
+            round_trip_ns=trips,
         )
 
     env = {
@@ -331,14 +335,15 @@ def test_the_table_gives_the_cores_round_trip_and_notes_a_move() -> None:
         "threads": {"ember": 2},
         "load_average": (0.0, 0.0, 0.0),
     }
-    text = compare.format_table([row("mlp", (81.2, 90.0)), row("resnet18", (82.0, 351.4))], env)
-    assert "before/after each workload: mlp 81/90, resnet18 82/351" in text
-    notes = [line for line in text.splitlines() if "round trip went" in line]
+    rows = [row("mlp", (81.2, 90.0, 85.0)), row("tiny_pipe", (80.4,)), row("resnet18", (82.0, 351.4, 90.0))]
+    text = compare.format_table(rows, env)
+    assert "around each workload's runs: mlp 81-90, tiny_pipe 80, resnet18 82-351" in text
+    notes = [line for line in text.splitlines() if "round trip ranged" in line]
     assert notes == [
-        "note: resnet18: the cores' round trip went from 82 to 351 ns during its runs: "
-        "its threads' CPUs moved closer or apart, and its times mix both placements"
+        "note: resnet18: the cores' round trip ranged from 82 to 351 ns around its runs: "
+        "its threads' CPUs moved closer or apart, and its times may mix both placements"
     ]
-    one_thread = compare.format_table([row("mlp", (None, None))], env)
+    one_thread = compare.format_table([row("mlp", ())], env)
     assert "round trip" not in one_thread
     assert compare.round_trip_ns(1) is None
 
