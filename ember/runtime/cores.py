@@ -6,9 +6,10 @@ thread wrote and the other reads travels between their cores.  What that
 costs depends on where the OS (or a hypervisor) put the two CPUs: on one
 core complex of an AMD EPYC (Zen 4) this measures 75-100 ns there and
 back, between two complexes ~350 ns, and ResNet-18 on two threads takes
-~30 % longer there (docs/runtime.md, "Threads").  A 2-vCPU virtual machine can move between
-the two placements from one minute to the next, so a benchmark that
-reports this figure beside its times says which one it measured.
+~30 % longer there (docs/runtime.md, "Threads").  A 2-vCPU virtual
+machine can move between the two placements from one minute to the next,
+so a benchmark that reports this figure beside its times says which one
+it measured.
 
 :func:`round_trip_ns` measures it: two threads, each pinned to one of the
 CPUs, pass a counter back and forth through one cache line (native code,
@@ -38,7 +39,7 @@ Python barrier, may take a while to start (it needs the GIL)."""
 
 PLACEMENT_CHANGE = 2.0
 """Round trips before and after a measurement that differ by more than this
-factor mean the CPUs moved closer or apart in between (near ~80-100 ns,
+factor mean the CPUs moved closer or apart in between (near 75-100 ns,
 distant ~350 ns on the 2-vCPU AMD EPYC of docs/runtime.md)."""
 
 
