@@ -89,6 +89,7 @@ import torch_models
 import ember
 from ember.errors import EmberError
 from ember.runtime.cores import cpu_pair, moved
+from ember.runtime.cores import round_trip_ns as measure_round_trip
 from ember.testing import workloads
 
 FRAMEWORKS: tuple[str, ...] = ("ember", "numpy", "onnxruntime", "pytorch")
@@ -752,14 +753,10 @@ def round_trip_ns(threads: int) -> float | None:
     may use and back (:func:`ember.runtime.cores.round_trip_ns`), where two
     or more threads run; else None.  On a 2-vCPU virtual machine it tells
     the placements apart: both vCPUs on one core complex of an AMD EPYC
-    (~80-100 ns measured this way) or on two (~350 ns), where every kernel
+    (75-100 ns measured this way) or on two (~350 ns), where every kernel
     that hands data between its threads pays more (docs/runtime.md,
     "Threads")."""
-    if threads < 2:
-        return None
-    from ember.runtime.cores import round_trip_ns as measure_round_trip
-
-    return measure_round_trip()
+    return measure_round_trip() if threads > 1 else None
 
 
 def _ms(value: float | None) -> str:

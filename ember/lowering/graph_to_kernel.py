@@ -912,8 +912,7 @@ def padded_copy(
     padded = em.alloc(padded_shape)
     padded.name_hint = "pad"
     if by_rows:
-        if (sh, sw) != (1, 1):
-            raise PassError("padded_copy: a copy spread at stride steps is made by planes")
+        assert (sh, sw) == (1, 1), "a copy spread at stride steps is made by planes"
         _padded_rows(em, source, padded, padding, fill)
         return padded
     # One parallel loop over planes, each filled (as one flat loop) and then

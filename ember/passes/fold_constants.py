@@ -170,7 +170,7 @@ def _fold_scale_into_weight(
             if weight.dtype == factors.dtype == np.float32:
                 # IEEE rounds an f32 product once, as f64 then f32 would
                 # (its 48-bit exact product fits in f64): the same bits,
-                # 3-4x faster (resnet18's 11.7M weights: ~25 → ~7 ms).
+                # 3-4x faster (resnet18's 20 folds: 15 → 4 ms).
                 np.multiply(weight, factors, out=scaled)
             else:
                 # In f64, rounded once; numpy's buffered loop converts a

@@ -166,7 +166,6 @@ class Profile:
         )
         return "\n".join([title, render(header), *map(render, lines)])
 
-
     def _apart(self) -> str:
         """`` on cores 83 ns apart`` (the round trip), or ``83 → 351`` where
         the CPUs moved during the runs; empty without a round trip."""
@@ -196,9 +195,11 @@ def profile_executor(executor: GraphExecutor, repeat: int) -> Profile:
     clock = np.zeros((len(sites) + 1, 2), dtype=np.int64)
     slots = executor._slots  # noqa: SLF001 - this thread's buffers, as run() uses
     timed_run = lib.bind_timed(slots.input_list, slots.outputs, clock)
-    executor.run()  # warm-up; reports unset inputs before any timing
+    # Before the warm-up run: the probe's pinned threads and their waits
+    # leave the kernels' thread team asleep, which the warm-up wakes again.
     threads = num_threads()
     trip_before = round_trip_ns() if threads > 1 else None
+    executor.run()  # warm-up; reports unset inputs before any timing
     samples = np.empty((repeat, len(sites) + 1))
     for r in range(repeat):
         start = time.perf_counter_ns()
