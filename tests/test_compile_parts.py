@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import platform
 import struct
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +37,9 @@ def restore_thread_count() -> Iterator[None]:
     before = threads.num_threads()
     yield
     threads.set_num_threads(before)
+
+
+DEFAULT_SWITCH_INTERVAL = sys.getswitchinterval()
 
 
 @pytest.fixture
@@ -213,6 +217,7 @@ def test_builds_from_several_threads_at_once_all_finish(small_parts) -> None:
         worker.join(timeout=300)
     assert not any(worker.is_alive() for worker in workers), "a build hung"
     assert errors == [] and len(objects) == 3 and len(set(objects)) == 1
+    assert sys.getswitchinterval() == DEFAULT_SWITCH_INTERVAL  # the last build restored it
 
 
 # -- link_objects: several objects as one ----------------------------------------
@@ -371,3 +376,34 @@ def test_one_thread_fewer_compiles_while_python_makes_parts(monkeypatch: pytest.
     ir, _ = cpu._compile_parts(texts(), ember.target.Target(), None, 3)
     assert ir == tuple(order) == tuple(f"part {n}" for n in range(6))
     assert during[0] == 2
+
+
+@pytest.mark.parametrize("caller_s", [DEFAULT_SWITCH_INTERVAL, cpu.HANDOVER_INTERVAL / 4])
+def test_python_hands_the_gil_over_quickly_while_llvm_compiles(
+    monkeypatch: pytest.MonkeyPatch, caller_s: float
+) -> None:
+    """A thread compiling a part returns to Python between LLVM's calls and
+    waits for the GIL: while parts compile, the switch interval is at most
+    HANDOVER_INTERVAL (a caller's shorter one kept), and afterwards what
+    it was, after a part that failed too."""
+    seen: list[float] = []
+
+    def compile_part(llvm_ir: str, target: object, kernels: tuple[str, ...]) -> tuple[str, bytes]:
+        seen.append(sys.getswitchinterval())
+        if llvm_ir == "bad":
+            raise RuntimeFailure("LLVM rejected the module (the part holding bad)")
+        return llvm_ir, b""
+
+    monkeypatch.setattr(cpu, "_compile_part", compile_part)
+    monkeypatch.setattr(cpu, "link_objects", lambda objects: b"linked")
+    sys.setswitchinterval(caller_s)
+    try:
+        cpu._compile_parts(iter([("a", ()), ("b", ())]), ember.target.Target(), None, 2)
+        assert sys.getswitchinterval() == pytest.approx(caller_s, abs=1e-6)
+        with pytest.raises(RuntimeFailure, match="holding bad"):
+            cpu._compile_parts(iter([("bad", ())]), ember.target.Target(), None, 2)
+        assert sys.getswitchinterval() == pytest.approx(caller_s, abs=1e-6)
+    finally:
+        sys.setswitchinterval(DEFAULT_SWITCH_INTERVAL)
+    # The interpreter keeps whole microseconds.
+    assert seen == [pytest.approx(min(caller_s, cpu.HANDOVER_INTERVAL), abs=1e-6)] * 3

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -470,6 +472,34 @@ def test_collection_paused_nests_and_keeps_a_caller_s_setting() -> None:
         with collection_paused():
             1 / 0
     assert gc.isenabled()
+
+
+def test_a_held_setting_is_restored_when_the_last_of_overlapping_blocks_ends() -> None:
+    """Blocks on two threads, the first to begin ending first: the setting
+    keeps the first block's value until the second ends."""
+    from ember.runtime.held import HeldSetting
+
+    value = ["caller's"]
+    setting = HeldSetting(lambda: value[0], lambda v: value.__setitem__(0, v))
+    first_in, first_out = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def second() -> None:
+        assert first_in.wait(timeout=30)
+        with setting.held("second's"):
+            first_out.set()
+            time.sleep(0.05)
+            seen.append(value[0])
+
+    worker = threading.Thread(target=second)
+    worker.start()
+    with setting.held("first's"):
+        first_in.set()
+        assert first_out.wait(timeout=30)
+    seen.append(value[0])  # the second block still runs
+    worker.join(timeout=30)
+    assert seen == ["first's", "first's"]
+    assert value[0] == "caller's"
 
 
 def test_the_lowered_entry_lets_go_of_the_weights_without_a_collection() -> None:

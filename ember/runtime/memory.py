@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import functools
 import gc
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from ember.runtime.held import HeldSetting
 
 __all__ = ["MemoryReport"]
 
@@ -80,8 +81,7 @@ def release_free_memory() -> None:
     return_free_pages()
 
 
-_PAUSE_LOCK = threading.Lock()
-_PAUSE = {"count": 0, "was_enabled": False}
+_COLLECTION = HeldSetting(gc.isenabled, lambda on: gc.enable() if on else gc.disable())
 
 
 @contextmanager
@@ -97,19 +97,9 @@ def collection_paused() -> Iterator[None]:
     automatic collection after the block frees what a small build left.
     Blocks nest and may overlap on threads: the collector is enabled
     again when the last ends, and only if it was enabled when the first
-    began."""
-    with _PAUSE_LOCK:
-        if _PAUSE["count"] == 0:
-            _PAUSE["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _PAUSE["count"] += 1
-    try:
+    began (:class:`~ember.runtime.held.HeldSetting`)."""
+    with _COLLECTION.held(False):
         yield
-    finally:
-        with _PAUSE_LOCK:
-            _PAUSE["count"] -= 1
-            if _PAUSE["count"] == 0 and _PAUSE["was_enabled"]:
-                gc.enable()
 
 
 def return_free_pages() -> None:
