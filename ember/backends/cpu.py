@@ -388,10 +388,9 @@ Each part is a dozen calls into LLVM (parse, verify, the pass pipeline,
 printing, code generation, the buffers between), each returning to Python,
 whose thread then waits for the GIL: at the default 5 ms, while the main
 thread made the next parts, resnet18's first parts took 0.04-0.05 s longer
-than their CPU time (0.15 s) each.  At 0.2 ms: cold ``ember.build`` 1.33 →
-1.22 s (medians of six fresh processes each, alternated; 0.05 ms the same
-as 0.2; AMD EPYC znver4, 2 vCPUs)."""
-
+than their CPU time (0.15 s) each.  At 0.2 ms, resnet18's cold
+``ember.build`` went from 1.45 to 1.30 s (medians of seven fresh processes
+each, alternated; 0.05 ms no better than 0.2; AMD EPYC znver4, 2 vCPUs)."""
 
 
 def _set_switch_interval(seconds: float) -> None:
@@ -405,8 +404,9 @@ _SWITCH_INTERVAL = HeldSetting(sys.getswitchinterval, _set_switch_interval)
 
 
 def quick_handover() -> Any:
-    """The GIL switch interval at most :data:`HANDOVER_INTERVAL` inside the
-    ``with`` block (a context manager), as it was after the last such block."""
+    """A context manager: the GIL switch interval at most
+    :data:`HANDOVER_INTERVAL` inside its block, and what it was before once
+    the last overlapping block ends (:class:`~ember.runtime.held.HeldSetting`)."""
     return _SWITCH_INTERVAL.held(min(sys.getswitchinterval(), HANDOVER_INTERVAL))
 
 
