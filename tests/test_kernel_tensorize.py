@@ -342,27 +342,62 @@ def test_deep_layers_run_their_reduction_in_chunks() -> None:
     chunks of 64 input channels (36 KB of panel), parallel over the 32
     panels."""
     product = mk.Product(
-        "conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8  # type: ignore[arg-type]
+        "conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8, 0  # type: ignore[arg-type]
     )
     assert mk.reduction_chunk(product) == 64
-    shallow = mk.Product("conv2d", 49, 512, (("ic", 64), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
+    shallow = mk.Product("conv2d", 49, 512, (("ic", 64), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8, 0)  # type: ignore[arg-type]
     assert mk.reduction_chunk(shallow) is None  # 37 KB panels stay in L2
-    one_tile = mk.Product("dense", 1, 1000, (("k", 4096),), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
+    one_tile = mk.Product("dense", 1, 1000, (("k", 4096),), None, 16, 5, None, None, 8, 0)  # type: ignore[arg-type]
     assert mk.reduction_chunk(one_tile) is None  # each panel is read once
-    few = mk.Product("conv2d", 3136, 32, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8)  # type: ignore[arg-type]
+    few = mk.Product("conv2d", 3136, 32, (("ic", 512), ("kh", 3), ("kw", 3)), None, 16, 5, None, None, 8, 0)  # type: ignore[arg-type]
     assert mk.reduction_chunk(few) is None  # 2 panels: the threads share (panel, tile) pairs
     # AVX-512: 590 KB panels of 32 lanes, chunks of 4 input channels
     # (4.5 KB of panel, WIDE_CHUNK_BYTES).
-    wide = mk.Product("conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 32, 7, None, None, 16)  # type: ignore[arg-type]
+    wide = mk.Product("conv2d", 49, 512, (("ic", 512), ("kh", 3), ("kw", 3)), None, 32, 7, None, None, 16, 0)  # type: ignore[arg-type]
     assert mk.reduction_chunk(wide) == 4
+
+
+def test_threads_split_the_pixel_tiles_where_the_source_outweighs_the_weight() -> None:
+    """ResNet-18's 3×3 stride-2 conv 64 → 128 (830 KB of padded input, 295 KB
+    of weight) and its 1×1 downsample split pixel tiles; the 1×1 downsample
+    256 → 512 (200 KB, 524 KB) and mlp_b64's dense (200 KB, 3.2 MB) panels."""
+
+    def product(channels: int, reduction: tuple, source_bytes: int) -> mk.Product:
+        return mk.Product("conv2d", 0, channels, reduction, None, 32, 7, None, None, 16, source_bytes)  # type: ignore[arg-type]
+
+    assert mk.tiles_outermost(product(128, (("ic", 64), ("kh", 3), ("kw", 3)), 64 * 57 * 57 * 4))
+    assert mk.tiles_outermost(product(128, (("ic", 64), ("kh", 1), ("kw", 1)), 64 * 56 * 56 * 4))
+    assert not mk.tiles_outermost(product(512, (("ic", 256), ("kh", 1), ("kw", 1)), 256 * 14 * 14 * 4))
+    assert not mk.tiles_outermost(product(1024, (("k", 784),), 64 * 784 * 4))
+
+
+@pytest.mark.parametrize(
+    "x, wt", [((1, 4, 6, 6), (12, 4, 1, 1)), ((1, 2, 8, 8), (9, 2, 3, 3))]
+)
+def test_a_tile_major_conv_computes_the_naive_sums(monkeypatch: pytest.MonkeyPatch, x, wt) -> None:
+    """Panels (a full one, a partial one) of a conv whose input outweighs
+    its weight, split by pixel tiles: the naive kernel's sums, bit for bit."""
+    orders: list[bool] = []
+    original = mk.tiles_outermost
+    monkeypatch.setattr(mk, "tiles_outermost", lambda p: orders.append(original(p)) or orders[-1])
+    out = (1, wt[0], *x[2:])
+    pad = (wt[2] - 1) // 2
+    text = _program("conv2d", x, wt, out, "f32", "none", f"{{padding = [{pad}, {pad}, {pad}, {pad}]}}")
+    rng = np.random.default_rng(wt[2])
+    inputs = {"a": rng.standard_normal(x).astype(np.float32), "b": rng.standard_normal(wt).astype(np.float32)}
+    naive = _naive(text, {}, 128)
+    schedule = "kernel-pad-input,kernel-tensorize{vector-bits=128},kernel-vectorize,kernel-parallelize"
+    tiled = apply_passes(naive, schedule)
+    assert orders and all(orders)
+    assert_same_bits(naive, tiled, inputs)
 
 
 def test_a_product_is_worth_threads_by_the_lanes_it_runs() -> None:
     """64×784 · 784×10 runs 16-lane panels: 1.6 MFLOPs of FMAs, though
     only 1.0 of them are the product's (PARALLEL_MIN_FLOPS is 1 Mi)."""
-    ten = mk.Product("dense", 64, 10, (("k", 784),), None, 16, 14, None, None, 16)  # type: ignore[arg-type]
+    ten = mk.Product("dense", 64, 10, (("k", 784),), None, 16, 14, None, None, 16, 0)  # type: ignore[arg-type]
     assert mk.worth_threads(ten)
-    small = mk.Product("dense", 16, 10, (("k", 784),), None, 16, 14, None, None, 16)  # type: ignore[arg-type]
+    small = mk.Product("dense", 16, 10, (("k", 784),), None, 16, 14, None, None, 16, 0)  # type: ignore[arg-type]
     assert not mk.worth_threads(small)  # 0.4 MFLOPs
 
 

@@ -8,8 +8,8 @@ in padded coordinates it loads the input at the clamped
 outside the data — correct, but a bounds test per product.  This pass
 copies the input once, before the kernel's loops, into a zero-filled f32
 buffer padded on every side (:func:`~ember.lowering.graph_to_kernel.padded_copy`:
-channels in parallel, rows vectorized; rows in parallel for a copy of few
-channels that convolutions read, :data:`ROWS_BELOW_CHANNELS`) and makes
+channels in parallel, rows vectorized; rows in parallel for a copy of at most
+64 channels that convolutions read, :data:`ROWS_BELOW_CHANNELS`) and makes
 each such read a plain load of the copy at ``[n, c, y, x]``; the copy is
 freed at the end::
 
@@ -57,7 +57,7 @@ from ember.lowering import graph_to_kernel as g2k
 from ember.passes.kernel_pass import KernelPass
 
 
-ROWS_BELOW_CHANNELS = 8
+ROWS_BELOW_CHANNELS = 65
 """A copy of fewer channels than this, read by convolutions (every output
 reading every channel of its window's rows), is made in parallel over its
 rows, not its planes (``padded_copy(by_rows=True)``).
@@ -68,10 +68,23 @@ threads sharing the output rows) reads every channel of its rows, two
 thirds of them written on the other core.  Measured on two Zen 4 vCPUs
 (convbnrelu, 3×224×224, medians of 300 runs in fresh processes,
 alternated): 0.261 → 0.245 ms with both vCPUs on one core complex (186 and
-180 processes), 0.386 → 0.276 with them on two (9 and 14).  A pool or a
-depthwise convolution reads one channel per output: its copy keeps the
-planes (a max pool's is then what ``kernel-separate-window`` recognises and
-drops)."""
+180 processes), 0.386 → 0.276 with them on two (9 and 14).
+
+ResNet-18's 64-channel 56×56 copies too (below 65; 8 before): the copy
+reads each thread's rows of every plane in runs of whole rows, which the
+prefetcher streams from the other core complex, where a plane split left
+the convolution to fetch those lines one by one.  Builds profiled in turn
+in one process (AMD EPYC znver4, 2 vCPUs; per kernel, medians of ~500
+profiles near and ~80 distant): near, the layer1 convolutions even
+(-0.01 to +0.01 ms each), the whole 13.65 → 13.67 ms; distant, the second
+to fourth (Winograd) 0.95, 0.83, 0.90 → 0.85, 0.75, 0.78 ms,
+the whole 17.75 → 17.25 ms.  The 128-channel 28×28 copies by rows were
+slower in both placements (layer2's Winograd convolutions +0.03 ms near,
++0.1 distant).
+
+A pool or a depthwise convolution reads one channel per output: its copy
+keeps the planes (a max pool's is then what ``kernel-separate-window``
+recognises and drops)."""
 
 
 @dataclass(frozen=True)

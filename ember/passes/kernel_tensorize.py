@@ -72,6 +72,7 @@ within the bound docs/kernel-dialect.md gives ("Winograd convolution").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -431,6 +432,11 @@ class _Rewrite:
         return Rewriter.replace_value_with_new_type(old, MemRefType(f32, shape))
 
 
+def _memref_bytes(value: SSAValue) -> int:
+    shape = value.type.get_shape()  # type: ignore[attr-defined]
+    return math.prod(shape) * numpy_dtype(value.type.element_type).itemsize  # type: ignore[attr-defined]
+
+
 def _emit_index(em: g2k._Emitter, index: Index, at: dict[Variable, SSAValue]) -> SSAValue:
     if len(index) == 1 and index[0][1] == 1:
         return at[index[0][0]]
@@ -461,7 +467,8 @@ def _dense(rw: _Rewrite, em: g2k._Emitter) -> str:
 
     vector_lanes = rw.target.vector_lanes
     product = mk.Product(
-        "dense", rows, units, (("k", depth),), panels, lanes, tile, read, result_at, vector_lanes
+        "dense", rows, units, (("k", depth),), panels, lanes, tile, read, result_at,
+        vector_lanes, _memref_bytes(c.a.buffer),
     )
     mk.emit_product(em, _Epilogue(c), product)  # type: ignore[arg-type]
     return f"register tile {tile} rows x {lanes} units, weight packed in panels of {lanes} ({when})"
@@ -663,6 +670,7 @@ def _conv2d(rw: _Rewrite, em: g2k._Emitter) -> str:
         read,
         result_at,
         rw.target.vector_lanes,
+        _memref_bytes(source),
     )
     mk.emit_product(em, epilogue, product)  # type: ignore[arg-type]
     return (
