@@ -112,6 +112,23 @@ def test_compiled_code_matches_onnxruntime_on_finite_inputs(
     _check(program)
 
 
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d"])
+def test_dilated_pools_are_exported_with_their_dilations(op: str) -> None:
+    """A window of 2 taps 2 apart over a row of 4: one output, the max (or
+    mean) of taps 0 and 2; exported without its dilations, onnxruntime
+    pooled taps 0 and 1 into two outputs."""
+    text = f"""
+func.func @main(%0: tensor<1x1x1x4xf32>) -> tensor<1x1x1x1xf32> {{
+  %1 = graph.{op} %0 {{pool_size = [1, 2], strides = [1, 2], padding = [0, 0, 0, 0], dilation = [1, 2]}} : (tensor<1x1x1x4xf32>) -> tensor<1x1x1x1xf32>
+  func.return %1 : tensor<1x1x1x1xf32>
+}}"""
+    x = np.array([[[[0.5, 2.0, -1.5, 3.0]]]], np.float32)
+    program = GraphProgram(ember.parse(text), (x,))
+    _check(program)
+    [theirs] = _onnxruntime(program)
+    np.testing.assert_array_equal(theirs, [[[[0.5 if op == "max_pool2d" else -0.5]]]])
+
+
 def test_the_left_out_ops_are_exactly_those_without_an_onnx_translation() -> None:
     assert set(OPS_BY_NAME) - onnx_export.EXPORTABLE_OPS == set(NOT_EXPORTABLE)
 

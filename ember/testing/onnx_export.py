@@ -12,7 +12,7 @@ batch_norm             BatchNormalization (inference form, axis 1)
 dense [+ bias_add]     Gemm transB=1 (bias as C when dense feeds only it)
 bias_add               Reshape the bias to broadcast along ``axis``, Add
 matmul                 MatMul
-max_pool2d/avg_pool2d  MaxPool/AveragePool (floor mode)
+max_pool2d/avg_pool2d  MaxPool/AveragePool (floor mode, dilations)
 global_avg_pool2d      GlobalAveragePool
 batch_flatten          Flatten axis=1
 reshape                Reshape to the result type's shape
@@ -56,8 +56,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPORTABLE_OPS", "OPSET", "OnnxExportError", "export", "inference_session"]
 
-OPSET = 17  # every op used here has had its current meaning since opset 13
-IR_VERSION = 8  # the oldest IR version that opset 17 allows: any onnxruntime reads it
+OPSET = 19  # AveragePool takes dilations from 19; the other ops' meaning is that of 13
+IR_VERSION = 9  # the oldest IR version that opset 19 allows
 
 INSTALL_HINT = "install the test or benchmark extra: pip install -e .[test]"
 
@@ -214,6 +214,7 @@ def _pool(op_type: str) -> Translation:
             kernel_shape=list(attrs["pool_size"]),
             strides=list(attrs["strides"]),
             pads=list(attrs["padding"]),
+            dilations=list(attrs["dilation"]),
             **extra,
         )
 
