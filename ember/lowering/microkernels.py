@@ -296,7 +296,7 @@ def tiles_outermost(product: Product) -> bool:
     downsample (800 KB, 32 KB) 0.086 → 0.081 and 0.173 → 0.155.  The 1×1
     downsample 256 → 512 (200 KB, 524 KB) was slower tile-major (0.074 →
     0.078, 0.102 → 0.127)."""
-    weight_bytes = product.channels * math.prod(n for _, n in product.reduction) * 4
+    weight_bytes = product.channels * math.prod(n for _, n in product.reduction) * 4  # f32 panels
     return product.source_bytes > weight_bytes
 
 

@@ -70,10 +70,11 @@ thirds of them written on the other core.  Measured on two Zen 4 vCPUs
 alternated): 0.261 → 0.245 ms with both vCPUs on one core complex (186 and
 180 processes), 0.386 → 0.276 with them on two (9 and 14).
 
-ResNet-18's 64-channel 56×56 copies too (below 65; 8 before): the copy
-reads each thread's rows of every plane in runs of whole rows, which the
-prefetcher streams from the other core complex, where a plane split left
-the convolution to fetch those lines one by one.  Builds profiled in turn
+ResNet-18's 64-channel 56×56 copies too (below 65; 8 before).  Likely
+why: the copy reads each thread's rows of every plane in runs of whole
+rows, which the prefetcher can stream from the other core complex, where
+a plane split left the convolution to fetch those lines a few at a time
+(not measured apart; what is measured is the time).  Builds profiled in turn
 in one process (AMD EPYC znver4, 2 vCPUs; per kernel, medians of ~500
 profiles near and ~80 distant): near, the layer1 convolutions even
 (-0.01 to +0.01 ms each), the whole 13.65 → 13.67 ms; distant, the second
