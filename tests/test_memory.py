@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import os
 import threading
-import time
 import weakref
 from pathlib import Path
 
@@ -481,22 +480,23 @@ def test_a_held_setting_is_restored_when_the_last_of_overlapping_blocks_ends() -
 
     value = ["caller's"]
     setting = HeldSetting(lambda: value[0], lambda v: value.__setitem__(0, v))
-    first_in, first_out = threading.Event(), threading.Event()
+    first_in, second_in, checked = threading.Event(), threading.Event(), threading.Event()
     seen: list[str] = []
 
     def second() -> None:
         assert first_in.wait(timeout=30)
         with setting.held("second's"):
-            first_out.set()
-            time.sleep(0.05)
+            second_in.set()
+            assert checked.wait(timeout=30)  # until the first block has ended and looked
             seen.append(value[0])
 
     worker = threading.Thread(target=second)
     worker.start()
     with setting.held("first's"):
         first_in.set()
-        assert first_out.wait(timeout=30)
+        assert second_in.wait(timeout=30)
     seen.append(value[0])  # the second block still runs
+    checked.set()
     worker.join(timeout=30)
     assert seen == ["first's", "first's"]
     assert value[0] == "caller's"
