@@ -427,21 +427,24 @@ func.func @main(%x: {t}, %w: tensor<8x8x3x3xf32>) -> {t} {{
 
 
 @pytest.mark.parametrize(
-    "channels,size,banded",
+    "channels,size,bits,banded",
     [
-        (64, 56, True),  # ResNet-18's 64-channel layers: U 256 KB, 28 rows
-        (64, 14, True),  # 7 rows
-        (64, 12, False),  # 6 rows
-        (128, 28, False),  # U 1.2 MB
-        (32, 224, False),  # a row of 112 tiles: V 236 KB, more than the stack takes
-        (32, 112, True),  # 56 tiles: 118 KB
+        (64, 56, 512, True),  # ResNet-18's 64-channel layers: U 256 KB, 28 rows
+        (64, 56, 256, True),
+        (64, 14, 512, True),  # 7 rows
+        (64, 12, 512, False),  # 6 rows
+        (128, 28, 512, True),  # U 1.2 MB, read from L3 by every row
+        (128, 28, 256, False),  # ... by every 5 tiles of a row: whole
+        (256, 14, 512, False),  # U 4.4 MB
+        (32, 224, 512, False),  # a row of 112 tiles: V 236 KB, more than the stack takes
+        (32, 112, 512, True),  # 56 tiles: 118 KB
     ],
 )
 def test_layers_of_small_weights_and_enough_rows_run_in_bands(
-    channels: int, size: int, banded: bool
+    channels: int, size: int, bits: int, banded: bool
 ) -> None:
     tiles = (-(-size // 2),) * 2
-    assert winograd.in_bands(F2X2_3X3, channels, channels, tiles) is banded
+    assert winograd.in_bands(F2X2_3X3, channels, channels, tiles, VectorTarget(bits)) is banded
 
 
 def test_a_layer_in_bands_takes_no_workspace_and_keeps_its_row_buffers_in_the_band_loop() -> None:

@@ -30,9 +30,10 @@ per image over all its tiles:
 ``plan-memory`` with the program's other buffers (:class:`WinogradConv`).
 Measured on one Zen 3 core, 64 channels at 56×56: 1.6 ms, against 2.3 ms
 for the former bands of 32 tiles on the stack, which re-read all of ``U``
-per band (and which deeper layers could not use at all).  A layer of small
-``U`` and enough rows runs steps 2-4 *in bands* instead, one tile row at a
-time per thread, ``V`` and ``M`` of the row on its stack (:func:`in_bands`).
+per band (and which deeper layers could not use at all).  A layer of
+``U`` up to 2 MB (AVX-512; 256 KB with AVX2) and enough rows runs steps
+2-4 *in bands* instead, one tile row at a time per thread, ``V`` and
+``M`` of the row on its stack (:func:`in_bands`).
 
 The lowering emits every conv2d as its naive contraction; the schedule
 pass ``kernel-tensorize`` (option ``winograd-min-channels``) rewrites a
@@ -310,7 +311,7 @@ def workspace_shapes(
     tile_rows, tile_columns = -(-oh // m), -(-ow // m)
     tiles = tile_rows * tile_columns
     positions = transform.alpha**2
-    if in_bands(transform, in_channels, out_channels, (tile_rows, tile_columns)):
+    if in_bands(transform, in_channels, out_channels, (tile_rows, tile_columns), target):
         return ()
     if products_by_tile(tiles, out_channels, target):
         return by_tile_shapes(transform, in_channels, tiles, out_channels)
@@ -330,13 +331,26 @@ def by_tile_shapes(
     return (positions, in_channels + 1, tiles), (positions, tiles, padded_row(out_channels))
 
 
-BANDS_MOST_WEIGHT_BYTES = 256 << 10
-"""The largest ``U`` (bytes) of a layer run in bands (:func:`in_bands`):
-every band reads all of it, so it must stay in L2 between bands (64
-channels: 256 KB).  With the 128-channel 28×28 layers of ResNet-18 in
-bands too (``U`` 1.2 MB, read from L3 by every row), the network on two
-Zen 4 threads was 0.1 ms slower with both vCPUs on one core complex and
-0.6 ms faster on two; not taken, as ``U`` outgrows the L2 of every core."""
+BANDS_L2_WEIGHT_BYTES = 256 << 10
+"""The largest ``U`` (bytes) of a layer run in bands (:func:`in_bands`)
+on any target: every band reads all of it, and this much stays in a
+core's L2 between bands (64 channels: 256 KB)."""
+
+BANDS_MOST_WEIGHT_BYTES = 2 << 20
+"""The largest ``U`` (bytes) of a layer run in bands on a target of
+:data:`BY_TILE_MIN_REGISTERS` vector registers, read from L3 by every
+band (128 channels: 1.2 MB, twice per 14-tile row).  ResNet-18's 256-channel 14×14 layers (``U`` 4.4 MB, 7 rows) stay
+whole.  Measured on two Zen 4 threads, 128 channels at 28×28 (three conv
++ relu layers in a row, their weights in cache, builds alternated in one
+process, median ms per layer), whole → bands: 0.62-0.64 → 0.61-0.62 with
+the two vCPUs on one core complex, 1.02-1.07 → 0.80-0.82 on two.  In
+ResNet-18, whose weights leave the caches between layers, its three such
+layers took 0.63-0.72 → 0.70-0.74 ms near and 1.02-1.07 → 0.93-0.98
+distant, the network 13.5-13.7 → 13.8 and 16.7-17.2 → 16.4-16.8 ms
+(docs/kernel-dialect.md, "In bands").  With ``-mattr=-avx512f`` (5-row
+tiles: ``U`` read three times per 14-tile row, not twice), the three
+layers in a row gained too, but ResNet-18 took 15.02 → 15.26 ms near and
+17.88 → 17.92 distant, so AVX2 targets keep :data:`BANDS_L2_WEIGHT_BYTES`."""
 
 BAND_MOST_BYTES = STACK_LIMIT_BYTES
 """The largest band buffer (``V`` or ``M`` of one tile row): both live on
@@ -351,7 +365,11 @@ with the weights in cache / evicted): 14×14 (7 rows) 0.058 → 0.060 /
 
 
 def in_bands(
-    transform: WinogradTransform, in_channels: int, out_channels: int, tiles: tuple[int, int]
+    transform: WinogradTransform,
+    in_channels: int,
+    out_channels: int,
+    tiles: tuple[int, int],
+    target: g2k.VectorTarget,
 ) -> bool:
     """Whether a layer of ``tiles`` (tile rows, tile columns) runs *in
     bands*: a ``parallel`` loop over tile rows, each row's input transform,
@@ -365,9 +383,15 @@ def in_bands(
     64 channels at 56×56) moves between the cores at every step, and
     both pass through L3.  In bands, ``V`` and ``M`` of a row stay in the
     core's L2, and only the rows at a band's edge are read from the other
-    core's share of the input.  It suits a layer whose ``U`` every band
-    reads from L2 (:data:`BANDS_MOST_WEIGHT_BYTES`), whose row buffers fit
-    the stack (:data:`BAND_MOST_BYTES`) and with enough rows
+    core's share of the input.  (Splitting the whole layer's three steps by
+    the same rows, with each thread's ``V`` contiguous, did not do it: on
+    two core complexes the 128-channel 28×28 layers took 0.95-1.25 ms
+    against 1.05-1.09 whole and 0.86 in bands.  The likely reason is that
+    the workspace's bytes are other buffers' too, written by other splits;
+    a band's buffers are on its own thread's stack.)  It suits a layer
+    whose ``U`` every band reads from L2 (:data:`BANDS_L2_WEIGHT_BYTES`),
+    or from L3 for ``target`` (:data:`BANDS_MOST_WEIGHT_BYTES`), whose row
+    buffers fit the stack (:data:`BAND_MOST_BYTES`) and with enough rows
     (:data:`BANDS_MIN_ROWS`)."""
     tile_rows, tile_columns = tiles
     weight_bytes = transform.alpha**2 * in_channels * padded_row(out_channels) * 4
@@ -375,9 +399,14 @@ def in_bands(
         math.prod(shape) * 4
         for shape in by_tile_shapes(transform, in_channels, tile_columns, out_channels)
     )
+    most_weight_bytes = (
+        BANDS_MOST_WEIGHT_BYTES
+        if target.registers >= BY_TILE_MIN_REGISTERS
+        else BANDS_L2_WEIGHT_BYTES
+    )
     return (
         tile_rows >= BANDS_MIN_ROWS
-        and weight_bytes <= BANDS_MOST_WEIGHT_BYTES
+        and weight_bytes <= most_weight_bytes
         and band_bytes <= BAND_MOST_BYTES
     )
 
