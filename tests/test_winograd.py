@@ -434,7 +434,7 @@ func.func @main(%x: {t}, %w: tensor<8x8x3x3xf32>) -> {t} {{
         (64, 14, 512, True),  # 7 rows
         (64, 12, 512, False),  # 6 rows
         (128, 28, 512, True),  # U 1.2 MB, read from L3 by every row
-        (128, 28, 256, False),  # ... by every 5 tiles of a row: whole
+        (128, 28, 256, False),  # AVX2's 5-row tiles read U three times a row: whole
         (256, 14, 512, False),  # U 4.4 MB
         (32, 224, 512, False),  # a row of 112 tiles: V 236 KB, more than the stack takes
         (32, 112, 512, True),  # 56 tiles: 118 KB
