@@ -339,10 +339,11 @@ core's L2 between bands (64 channels: 256 KB)."""
 BANDS_MOST_WEIGHT_BYTES = 2 << 20
 """The largest ``U`` (bytes) of a layer run in bands on a target of
 :data:`BY_TILE_MIN_REGISTERS` vector registers, read from L3 by every
-band (128 channels: 1.2 MB, twice per 14-tile row).  ResNet-18's 256-channel 14×14 layers (``U`` 4.4 MB, 7 rows) stay
-whole.  Measured on two Zen 4 threads, 128 channels at 28×28 (three conv
-+ relu layers in a row, their weights in cache, builds alternated in one
-process, median ms per layer), whole → bands: 0.62-0.64 → 0.61-0.62 with
+band (128 channels: 1.2 MB, twice per 14-tile row).  ResNet-18's
+256-channel 14×14 layers (``U`` 4.4 MB, 7 rows) stay whole.  Measured on
+two Zen 4 threads, 128 channels at 28×28 (three conv + relu layers in a
+row, their weights in cache, builds alternated in one process, median ms
+per layer), whole → bands: 0.62-0.64 → 0.61-0.62 with
 the two vCPUs on one core complex, 1.02-1.07 → 0.80-0.82 on two.  In
 ResNet-18, whose weights leave the caches between layers, its three such
 layers took 0.63-0.72 → 0.70-0.74 ms near and 1.02-1.07 → 0.93-0.98
